@@ -1,0 +1,3 @@
+"""autograd-lint: a linter for PyTorch custom ``torch.autograd.Function`` classes."""
+
+__version__ = "0.1.0"

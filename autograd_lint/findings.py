@@ -1,0 +1,55 @@
+"""The one record every part of autograd-lint passes around: a finding."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from typing import Optional
+
+from autograd_lint.catalogue import RULES
+
+
+@dataclass(frozen=True, order=True)
+class Finding:
+    path: str
+    line: int  # 1-based
+    column: int  # 1-based
+    code: str
+    message: str
+    end_line: int = 0
+    end_column: int = 0
+    function_class: Optional[str] = None
+    method: Optional[str] = None
+    fix_available: bool = False
+    confirmation: Optional[str] = None  # set by --dynamic only
+    evidence: Optional[str] = None
+
+    @property
+    def name(self) -> str:
+        return RULES[self.code].name
+
+    @property
+    def severity(self) -> str:
+        return RULES[self.code].severity
+
+    def with_path(self, path: str) -> "Finding":
+        return replace(self, path=path)
+
+    def to_json(self) -> dict:
+        """The finding in the stable JSON schema of rules.md (field order kept)."""
+        data = asdict(self)
+        return {
+            "path": data["path"],
+            "line": data["line"],
+            "column": data["column"],
+            "end_line": data["end_line"] or data["line"],
+            "end_column": data["end_column"] or data["column"],
+            "code": self.code,
+            "name": self.name,
+            "severity": self.severity,
+            "message": self.message,
+            "function_class": self.function_class,
+            "method": self.method,
+            "fix_available": self.fix_available,
+            "confirmation": self.confirmation,
+            "evidence": self.evidence,
+        }
