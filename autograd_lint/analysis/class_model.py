@@ -1,0 +1,495 @@
+"""The shared model of one Function class: every rule reads this and nothing else of the class.
+
+Built once per class from its libcst tree: the methods and their parameters, forward's inputs
+and outputs, backward's gradient parameters and return paths, what forward/setup_context store
+on ``ctx`` (attributes and ``save_for_backward``), what backward reads back, and a tensor-ness
+judge for each method. Anything that cannot be read statically is ``None`` ("unknown"): rules
+that need it stay silent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Callable, Optional, Union
+
+import libcst as cst
+
+from autograd_lint.analysis.module_index import ClassInfo
+from autograd_lint.analysis.snippet import ParsedClass, Span
+from autograd_lint.analysis.syntax import dotted, has_star_arg, is_ctx_attr, is_none, own_nodes, positional_args
+from autograd_lint.analysis.tensorness import (
+    T,
+    TensorJudge,
+    annotation_text,
+    collect_parameter_uses,
+    judge_parameter,
+)
+
+METHOD_NAMES = ("forward", "backward", "setup_context", "jvp", "vjp")
+SAVED_TENSORS = ("saved_tensors", "saved_variables")
+# ctx members PyTorch itself provides: reading them in backward needs no forward assignment.
+CTX_BUILTINS = frozenset(
+    {"saved_tensors", "saved_variables", "needs_input_grad", "materialize_grads", "set_materialize_grads",
+     "mark_dirty", "mark_non_differentiable", "save_for_backward", "save_for_forward", "to_save",
+     "non_differentiable", "dirty_tensors", "_forward_cls", "_raw_saved_tensors", "next_functions",
+     "metadata", "name", "register_hook", "register_prehook", "apply", "_is_compiled_autograd_tracing",
+     "_materialize_non_diff_grads", "requires_grad", "_compiled_autograd_key", "_input_metadata",
+     "_get_compiled_autograd_symints", "__class__", "__dict__"}
+)
+
+
+@dataclass
+class Param:
+    name: str
+    node: cst.Param
+    default: Optional[cst.BaseExpression]
+    annotation: Optional[str]
+
+    @property
+    def has_default(self) -> bool:
+        return self.default is not None
+
+
+@dataclass
+class Method:
+    name: str
+    node: cst.FunctionDef
+    decorators: list[str]  # last component of each decorator: 'staticmethod', 'once_differentiable'
+    params: list[Param]  # positional parameters (``cls`` of a classmethod removed)
+    star_args: Optional[str]  # name of ``*args`` if any
+    owner: str  # the class that defines it
+    parsed: ParsedClass  # where its positions come from
+    inherited: bool = False
+
+    @property
+    def is_static(self) -> bool:
+        return "staticmethod" in self.decorators
+
+    @property
+    def is_classmethod(self) -> bool:
+        return "classmethod" in self.decorators
+
+    @cached_property
+    def nodes(self) -> list[cst.CSTNode]:
+        """Every node of the body in source order, nested functions and lambdas excluded."""
+        return own_nodes(self.node)
+
+    @property
+    def ctx_name(self) -> Optional[str]:
+        return self.params[0].name if self.params else None
+
+    @cached_property
+    def returns(self) -> list[cst.Return]:
+        return [n for n in self.nodes if isinstance(n, cst.Return)]
+
+    @cached_property
+    def statements(self) -> list[cst.CSTNode]:
+        """Small statements (assignments, expressions, returns) in source order."""
+        return [n for n in self.nodes if isinstance(n, cst.BaseSmallStatement)]
+
+    def span(self, node: cst.CSTNode) -> Span:
+        return self.parsed.span(node)
+
+
+@dataclass
+class CtxAttributeSet:
+    attr: str
+    value: Optional[cst.BaseExpression]  # None when not readable (setattr with a variable, AugAssign)
+    statement: cst.CSTNode
+    method: Method
+
+
+@dataclass
+class SaveCall:
+    call: cst.Call
+    method: Method
+    args: Optional[list[cst.BaseExpression]]  # None when starred (count unknown)
+
+
+Assignment = Union[cst.BaseExpression, T, None]
+
+
+@dataclass
+class FunctionModel:
+    name: str
+    info: ClassInfo
+    parsed: ParsedClass
+    methods: dict[str, Method]  # own and inherited from Function bases in the same file
+    style: str  # "legacy" (forward(ctx, ...)) or "new" (forward(...) + setup_context)
+    qualify: Callable[[str], str]
+    bases: list["FunctionModel"] = field(default_factory=list)  # Function bases in this file
+    # Set when a base is a Function class in another file: inherited facts are unknown.
+    unknown_base: bool = False
+
+    # ---- methods ---------------------------------------------------------------------------
+    def method(self, name: str) -> Optional[Method]:
+        return self.methods.get(name)
+
+    def own(self, name: str) -> Optional[Method]:
+        """The method only if this class itself defines it (rules report on own code only)."""
+        method = self.methods.get(name)
+        return method if method is not None and not method.inherited else None
+
+    @property
+    def forward(self) -> Optional[Method]:
+        return self.methods.get("forward")
+
+    @property
+    def backward(self) -> Optional[Method]:
+        return self.methods.get("backward")
+
+    @property
+    def setup_context(self) -> Optional[Method]:
+        return self.methods.get("setup_context")
+
+    @property
+    def forward_methods(self) -> list[Method]:
+        """forward and setup_context: where ctx is filled."""
+        return [m for m in (self.forward, self.setup_context) if m is not None]
+
+    def ctx_names(self, method: Method) -> frozenset[str]:
+        """The names that refer to ctx inside ``method`` (none in a new-style forward)."""
+        if method.name == "forward" and self.style == "new":
+            return frozenset()
+        return frozenset([method.ctx_name]) if method.ctx_name else frozenset()
+
+    # ---- forward inputs and outputs ---------------------------------------------------------
+    @cached_property
+    def inputs(self) -> Optional[list[Param]]:
+        """forward's inputs (what ``.apply`` passes); None when unknown (``*args``, no forward)."""
+        forward = self.forward
+        if forward is None or forward.star_args is not None:
+            return None
+        if self.style == "legacy":
+            return forward.params[1:]
+        return forward.params
+
+    @cached_property
+    def input_tensorness(self) -> dict[str, T]:
+        inputs = self.inputs or []
+        if self.forward is None:
+            return {}
+        uses = collect_parameter_uses(self.forward.nodes, {p.name for p in inputs}, self.qualify)
+        return {
+            p.name: judge_parameter(p.name, p.annotation, p.default, uses[p.name], i == 0)
+            for i, p in enumerate(inputs)
+        }
+
+    @cached_property
+    def input_uses(self):
+        inputs = self.inputs or []
+        if self.forward is None:
+            return {}
+        return collect_parameter_uses(self.forward.nodes, {p.name for p in inputs}, self.qualify)
+
+    @cached_property
+    def output_count(self) -> Optional[int]:
+        """How many values forward returns on every path; None if unknown or paths disagree."""
+        forward = self.forward
+        if forward is None or not forward.returns:
+            return None
+        judge = self.judge(forward)
+        counts = set()
+        for ret in forward.returns:
+            value = ret.value
+            if isinstance(value, cst.Tuple):
+                if any(isinstance(e, cst.StarredElement) for e in value.elements):
+                    return None
+                counts.add(len(value.elements))
+            elif value is not None and judge(value) is T.TENSOR:
+                counts.add(1)
+            else:
+                return None
+        return counts.pop() if len(counts) == 1 else None
+
+    @cached_property
+    def returned_names(self) -> Optional[set[str]]:
+        """Names forward returns (elements of its return tuples); None if anything else is returned."""
+        forward = self.forward
+        if forward is None or not forward.returns:
+            return None
+        names: set[str] = set()
+        for ret in forward.returns:
+            value = ret.value
+            elements = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]
+            for element in elements:
+                if not isinstance(element, cst.Name):
+                    return None
+                names.add(element.value)
+        return names
+
+    # ---- backward ---------------------------------------------------------------------------
+    @property
+    def grad_params(self) -> Optional[list[Param]]:
+        """backward's gradient parameters (after ctx); None when it takes ``*grads``."""
+        backward = self.backward
+        if backward is None or backward.star_args is not None:
+            return None
+        return backward.params[1:]
+
+    @property
+    def grad_names(self) -> frozenset[str]:
+        backward = self.backward
+        if backward is None:
+            return frozenset()
+        names = {p.name for p in backward.params[1:]}
+        if backward.star_args:
+            names.add(backward.star_args)
+        return frozenset(names)
+
+    # ---- what ctx holds ---------------------------------------------------------------------
+    @cached_property
+    def ctx_attribute_sets(self) -> list[CtxAttributeSet]:
+        result = []
+        for method in self.forward_methods:
+            result.extend(_ctx_sets(method, self.ctx_names(method)))
+        return result
+
+    @cached_property
+    def ctx_escapes(self) -> bool:
+        """ctx handed to other code in forward/setup_context (a helper, setattr with a variable,
+        ``ctx.__dict__``): its attributes may be set where we cannot see."""
+        return any(_ctx_escapes(m, self.ctx_names(m)) for m in self.forward_methods)
+
+    @cached_property
+    def ctx_attributes_set(self) -> Optional[set[str]]:
+        """Every ctx attribute this class (and its Function bases in the file) sets anywhere;
+        None when that cannot be known (a base in another file, ctx passed to helpers)."""
+        if self.unknown_base or self.ctx_escapes:
+            return None
+        attrs = {s.attr for s in self.ctx_attribute_sets}
+        for method in self.methods.values():
+            attrs |= {s.attr for s in _ctx_sets(method, self.ctx_names(method))}
+        for base in self.bases:
+            inherited = base.ctx_attributes_set
+            if inherited is None:
+                return None
+            attrs |= inherited
+        return attrs
+
+    @cached_property
+    def save_calls(self) -> list[SaveCall]:
+        calls = []
+        for method in self.forward_methods:
+            names = self.ctx_names(method)
+            for node in method.nodes:
+                if isinstance(node, cst.Call) and is_ctx_attr(node.func, names, "save_for_backward"):
+                    args = None if has_star_arg(node) else [a.value for a in node.args]
+                    calls.append(SaveCall(node, method, args))
+        return calls
+
+    @cached_property
+    def saved_count(self) -> Optional[int]:
+        """How many tensors save_for_backward keeps, when every call agrees."""
+        counts = {len(c.args) if c.args is not None else None for c in self.save_calls}
+        if len(counts) != 1 or None in counts:
+            return None
+        return counts.pop()
+
+    @cached_property
+    def tensor_ctx_attributes(self) -> set[str]:
+        """ctx attributes that forward/setup_context certainly set to a tensor (AGL201's findings)."""
+        result = set()
+        for attr_set in self.ctx_attribute_sets:
+            if attr_set.value is not None and self.judge(attr_set.method)(attr_set.value) is T.TENSOR:
+                result.add(attr_set.attr)
+        return result
+
+    def is_saved_tensors(self, node: cst.CSTNode, method: Method) -> bool:
+        return any(is_ctx_attr(node, self.ctx_names(method), attr) for attr in SAVED_TENSORS)
+
+    # ---- tensor-ness ------------------------------------------------------------------------
+    def judge(self, method: Method) -> TensorJudge:
+        judges = self.__dict__.setdefault("_judges", {})
+        if method.name not in judges:
+            judges[method.name] = self._build_judge(method)
+        return judges[method.name]
+
+    def _build_judge(self, method: Method) -> TensorJudge:
+        known: dict[str, T] = {}
+        if method.name == "forward":
+            known.update(self.input_tensorness)
+        elif method.name == "backward":
+            for name in self.grad_names:
+                known[name] = T.TENSOR
+        elif method.name == "setup_context" and len(method.params) >= 3:
+            known[method.params[2].name] = T.TENSOR if self.output_count == 1 else T.UNKNOWN
+        ctx_names = self.ctx_names(method)
+        assignments = _assignments(method, ctx_names, self)
+        tensor_attrs = self.tensor_ctx_attributes if method.name == "backward" else set()
+
+        def tensor_sources(node: cst.BaseExpression) -> Optional[T]:
+            if isinstance(node, cst.Subscript) and any(
+                is_ctx_attr(node.value, ctx_names, a) for a in SAVED_TENSORS
+            ):
+                return T.TENSOR
+            if isinstance(node, cst.Attribute) and is_ctx_attr(node, ctx_names):
+                if node.attr.value in tensor_attrs:
+                    return T.TENSOR
+                return T.UNKNOWN
+            return None
+
+        return TensorJudge(known, assignments, self.qualify, tensor_sources)
+
+
+# --- building -------------------------------------------------------------------------------
+
+def build_function_model(
+    info: ClassInfo, parsed: ParsedClass, qualify: Callable[[str], str], local_models: dict[str, FunctionModel]
+) -> FunctionModel:
+    methods: dict[str, Method] = {}
+    for statement in parsed.node.body.body:
+        if isinstance(statement, cst.FunctionDef) and statement.name.value in METHOD_NAMES:
+            methods[statement.name.value] = _method(statement, info.name, parsed)
+    bases = [local_models[b] for b in info.function_bases if b in local_models]
+    for base in bases:
+        for name, method in base.methods.items():
+            if name not in methods:
+                methods[name] = replace(method, inherited=True)
+    unknown_base = info.has_unknown_function_base or any(b.unknown_base for b in bases) or (
+        len(bases) < len(info.function_bases)
+    )
+    style = "new" if "setup_context" in methods else "legacy"
+    return FunctionModel(
+        name=info.name, info=info, parsed=parsed, methods=methods, style=style, qualify=qualify,
+        bases=bases, unknown_base=unknown_base,
+    )
+
+
+def _method(node: cst.FunctionDef, owner: str, parsed: ParsedClass) -> Method:
+    decorators = []
+    for decorator in node.decorators:
+        expression = decorator.decorator
+        if isinstance(expression, cst.Call):
+            expression = expression.func
+        name = dotted(expression)
+        if name:
+            decorators.append(name.rsplit(".", 1)[-1])
+    params = [
+        Param(p.name.value, p, p.default, annotation_text(p))
+        for p in list(node.params.posonly_params) + list(node.params.params)
+    ]
+    if "classmethod" in decorators and params:
+        params = params[1:]
+    star = node.params.star_arg
+    star_args = star.name.value if isinstance(star, cst.Param) else None
+    return Method(node.name.value, node, decorators, params, star_args, owner, parsed)
+
+
+def _ctx_sets(method: Method, ctx_names: frozenset[str]) -> list[CtxAttributeSet]:
+    result = []
+    for node in method.nodes:
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                result.extend(_target_sets(target.target, node.value, node, method, ctx_names))
+        elif isinstance(node, cst.AnnAssign):
+            result.extend(_target_sets(node.target, node.value, node, method, ctx_names))
+        elif isinstance(node, cst.AugAssign) and is_ctx_attr(node.target, ctx_names):
+            result.append(CtxAttributeSet(node.target.attr.value, None, node, method))
+        elif isinstance(node, cst.Call) and dotted(node.func) == "setattr":
+            args = positional_args(node)
+            if (len(args) == 3 and isinstance(args[0].value, cst.Name) and args[0].value.value in ctx_names
+                    and isinstance(args[1].value, cst.SimpleString)):
+                result.append(CtxAttributeSet(args[1].value.evaluated_value, args[2].value, node, method))
+    return result
+
+
+def _target_sets(target, value, statement, method, ctx_names) -> list[CtxAttributeSet]:
+    if is_ctx_attr(target, ctx_names):
+        return [CtxAttributeSet(target.attr.value, value, statement, method)]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        values = value.elements if isinstance(value, (cst.Tuple, cst.List)) else None
+        result = []
+        for i, element in enumerate(target.elements):
+            element_value = None
+            if values is not None and len(values) == len(target.elements) and not isinstance(
+                values[i], cst.StarredElement
+            ):
+                element_value = values[i].value
+            result.extend(_target_sets(element.value, element_value, statement, method, ctx_names))
+        return result
+    return []
+
+
+def _ctx_escapes(method: Method, ctx_names: frozenset[str]) -> bool:
+    for node in method.nodes:
+        if isinstance(node, cst.Call):
+            name = dotted(node.func) or ""
+            for arg in node.args:
+                if isinstance(arg.value, cst.Name) and arg.value.value in ctx_names:
+                    if name == "setattr":
+                        args = positional_args(node)
+                        if len(args) >= 2 and isinstance(args[1].value, cst.SimpleString):
+                            continue
+                    return True
+        elif isinstance(node, cst.Attribute) and is_ctx_attr(node, ctx_names, "__dict__"):
+            return True
+    return False
+
+
+def _assignments(method: Method, ctx_names: frozenset[str], model: FunctionModel) -> dict[str, list[Assignment]]:
+    """Every value bound to each local name of ``method`` (None: a binding we cannot read)."""
+    result: dict[str, list[Assignment]] = {}
+
+    def bind(target: cst.CSTNode, value: Assignment) -> None:
+        if isinstance(target, cst.Name):
+            result.setdefault(target.value, []).append(value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            elements = target.elements
+            if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(elements) and not any(
+                isinstance(e, cst.StarredElement) for e in value.elements
+            ):
+                for t, v in zip(elements, value.elements):
+                    bind(t.value, v.value)
+                return
+            element_value: Assignment = None
+            if value is not None and not isinstance(value, T) and _is_saved_tensors_source(value, ctx_names, result):
+                element_value = T.TENSOR
+            elif model is not None and method.name == "setup_context" and _is_inputs_param(value, method):
+                for i, element in enumerate(elements):
+                    inputs = model.inputs or []
+                    judged = model.input_tensorness.get(inputs[i].name) if i < len(inputs) else None
+                    bind(element.value, judged if judged is not None else None)
+                return
+            for element in elements:
+                bind(element.value, element_value)
+        elif isinstance(target, cst.StarredElement):
+            bind(target.value, None)
+
+    for node in method.nodes:
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                bind(target.target, node.value)
+        elif isinstance(node, cst.AnnAssign) and node.value is not None:
+            bind(node.target, node.value)
+        elif isinstance(node, cst.NamedExpr):
+            bind(node.target, node.value)
+        elif isinstance(node, (cst.For, cst.CompFor)):
+            bind(node.target, None)
+        elif isinstance(node, cst.WithItem) and node.asname is not None:
+            bind(node.asname.name, None)
+        elif isinstance(node, cst.ExceptHandler) and node.name is not None:
+            bind(node.name.name, None)
+        elif isinstance(node, (cst.Import, cst.ImportFrom)) and not isinstance(node.names, cst.ImportStar):
+            for alias in node.names:
+                bound = alias.asname.name if alias.asname else alias.name
+                if isinstance(bound, cst.Name):
+                    bind(bound, None)
+    return result
+
+
+def _is_saved_tensors_source(value, ctx_names, assignments) -> bool:
+    if any(is_ctx_attr(value, ctx_names, a) for a in SAVED_TENSORS):
+        return True
+    # `saved = ctx.saved_tensors` then `a, b = saved`
+    if isinstance(value, cst.Name):
+        bound = assignments.get(value.value, [])
+        return len(bound) == 1 and not isinstance(bound[0], T) and bound[0] is not None and any(
+            is_ctx_attr(bound[0], ctx_names, a) for a in SAVED_TENSORS
+        )
+    return False
+
+
+def _is_inputs_param(value, method: Method) -> bool:
+    return isinstance(value, cst.Name) and len(method.params) >= 2 and value.value == method.params[1].name

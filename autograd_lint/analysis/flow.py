@@ -1,0 +1,347 @@
+"""Control flow inside one method: the paths through it, and which names alias a tracked tensor.
+
+Two questions rules ask of a method body:
+- "along which paths does it run?" (AGL204: two saves on one path; AGL108: a return path that
+  never reads grad_output) -> ``enumerate_paths``;
+- "is this statement an in-place write into a tracked tensor or one of its views, at this point
+  of the method?" (AGL301/302/303) -> ``find_inplace_writes``, which follows assignments in order
+  (``g = g.clone()`` ends the aliasing; after an ``if`` only aliases made on every branch survive).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional, Union
+
+import libcst as cst
+
+from autograd_lint.analysis.syntax import call_keyword, dotted, positional_args
+
+PathElement = Union[cst.BaseSmallStatement, cst.BaseExpression]
+
+
+@dataclass
+class Path:
+    elements: list[PathElement]
+    ends_with: Optional[cst.CSTNode] = None  # the Return/Raise that ended it, None: fell off the end
+
+
+def enumerate_paths(function: cst.FunctionDef, limit: int = 1024) -> Optional[list[Path]]:
+    """Every path through ``function``'s body (loops run zero or one time). None if more than
+    ``limit`` paths: rules then stay silent rather than guess."""
+    try:
+        paths = _block_paths(_body(function), [Path([])], limit)
+    except _TooManyPaths:
+        return None
+    return paths
+
+
+class _TooManyPaths(Exception):
+    pass
+
+
+def _body(node: cst.CSTNode) -> list[cst.BaseStatement]:
+    body = getattr(node, "body", None)
+    if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+        return list(body.body)
+    return []
+
+
+def _block_paths(statements, paths: list[Path], limit: int) -> list[Path]:
+    for statement in statements:
+        open_paths = [p for p in paths if p.ends_with is None]
+        closed = [p for p in paths if p.ends_with is not None]
+        if not open_paths:
+            return paths
+        paths = closed + _statement_paths(statement, open_paths, limit)
+        if len(paths) > limit:
+            raise _TooManyPaths
+    return paths
+
+
+def _extend(paths: list[Path], element: PathElement) -> list[Path]:
+    return [Path(p.elements + [element]) for p in paths]
+
+
+def _statement_paths(statement, paths: list[Path], limit: int) -> list[Path]:
+    if isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+        for small in statement.body:
+            paths = [
+                Path(p.elements + [small], small if isinstance(small, (cst.Return, cst.Raise)) else None)
+                if p.ends_with is None else p
+                for p in paths
+            ]
+        return paths
+    if isinstance(statement, cst.If):
+        paths = _extend(paths, statement.test)
+        taken = _block_paths(_body(statement), paths, limit)
+        orelse = statement.orelse
+        if isinstance(orelse, cst.If):
+            not_taken = _statement_paths(orelse, paths, limit)
+        elif isinstance(orelse, cst.Else):
+            not_taken = _block_paths(_body(orelse), paths, limit)
+        else:
+            not_taken = paths
+        return taken + not_taken
+    if isinstance(statement, (cst.For, cst.While)):
+        header = statement.iter if isinstance(statement, cst.For) else statement.test
+        paths = _extend(paths, header)
+        once = _block_paths(_body(statement), paths, limit)
+        after = [p for p in once if p.ends_with is None] + paths
+        if statement.orelse is not None:
+            after = _block_paths(_body(statement.orelse), after, limit)
+        return [p for p in once if p.ends_with is not None] + after
+    if isinstance(statement, cst.With):
+        for item in statement.items:
+            paths = _extend(paths, item.item)
+        return _block_paths(_body(statement), paths, limit)
+    if isinstance(statement, cst.Try):
+        body = _block_paths(_body(statement), paths, limit)
+        alternatives = list(body)
+        for handler in statement.handlers:
+            alternatives += _block_paths(_body(handler), paths, limit)
+        if statement.orelse is not None:
+            alternatives = [p for p in alternatives if p not in body] + _block_paths(
+                _body(statement.orelse), body, limit
+            )
+        if statement.finalbody is not None:
+            open_paths = [p for p in alternatives if p.ends_with is None]
+            closed = [p for p in alternatives if p.ends_with is not None]
+            alternatives = closed + _block_paths(_body(statement.finalbody), open_paths, limit)
+        return alternatives
+    if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+        return paths  # a nested definition runs nothing now
+    # match statements and anything newer: treat the body as opaque but keep the path going
+    return paths
+
+
+# --- in-place writes ---------------------------------------------------------------------------
+
+# Methods whose result shares memory with the receiver (a later in-place write through it
+# changes the receiver).
+VIEW_METHODS = frozenset(
+    {"view", "view_as", "reshape", "reshape_as", "contiguous", "t", "transpose", "permute",
+     "unsqueeze", "squeeze", "expand", "expand_as", "narrow", "select", "flatten", "unflatten",
+     "detach", "as_strided", "diagonal", "movedim", "swapaxes", "swapdims", "unfold", "real",
+     "imag", "view_as_real", "view_as_complex", "requires_grad_", "T", "mT", "H", "mH", "data"}
+)
+# Trailing-underscore methods that do not write the tensor's values.
+NOT_VALUE_WRITES = frozenset({"requires_grad_", "retain_grad_", "share_memory_", "record_stream_",
+                              "set_", "resize_", "resize_as_", "_"})
+
+
+@dataclass
+class InplaceWrite:
+    statement: cst.BaseSmallStatement  # where to report
+    name: str  # the tracked name written through (for the message)
+    how: str  # "augmented assignment", "item assignment", "mul_()", "out=", ...
+
+
+class AliasTracker:
+    """Follows, statement by statement, which local names refer to a tracked tensor or a view."""
+
+    def __init__(
+        self,
+        initial: set[str],
+        is_source: Callable[[cst.BaseExpression], bool] = lambda _: False,
+        unpacks_sources: Callable[[cst.BaseExpression], bool] = lambda _: False,
+        qualify: Callable[[str], str] = lambda name: name,
+    ) -> None:
+        self.initial = frozenset(initial)
+        self.is_source = is_source  # e.g. ctx.saved_tensors[0]
+        self.unpacks_sources = unpacks_sources  # e.g. ctx.saved_tensors in `a, b = ...`
+        self.qualify = qualify
+        self.writes: list[InplaceWrite] = []
+
+    def run(self, function: cst.FunctionDef) -> list[InplaceWrite]:
+        self._block(_body(function), self.initial)
+        return self.writes
+
+    # alias expressions
+    def tracked(self, node: cst.BaseExpression, aliases: frozenset[str]) -> Optional[str]:
+        """The tracked name ``node`` refers to (itself or through a view), else None."""
+        if isinstance(node, cst.Name):
+            return node.value if node.value in aliases else None
+        if self.is_source(node):
+            return (dotted(node) or cst.Module([]).code_for_node(node))
+        if isinstance(node, cst.Attribute) and node.attr.value in VIEW_METHODS:
+            return self.tracked(node.value, aliases)
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in VIEW_METHODS:
+            return self.tracked(node.func.value, aliases)
+        if isinstance(node, cst.Subscript) and _is_basic_index(node):
+            return self.tracked(node.value, aliases)
+        return None
+
+    # statements
+    def _block(self, statements, aliases: frozenset[str]) -> frozenset[str]:
+        for statement in statements:
+            aliases = self._statement(statement, aliases)
+        return aliases
+
+    def _statement(self, statement, aliases: frozenset[str]) -> frozenset[str]:
+        if isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            for small in statement.body:
+                self._find_writes(small, aliases)
+                aliases = self._rebind(small, aliases)
+            return aliases
+        if isinstance(statement, cst.If):
+            taken = self._block(_body(statement), aliases)
+            orelse = statement.orelse
+            if isinstance(orelse, cst.If):
+                not_taken = self._statement(orelse, aliases)
+            elif isinstance(orelse, cst.Else):
+                not_taken = self._block(_body(orelse), aliases)
+            else:
+                not_taken = aliases
+            return taken & not_taken
+        if isinstance(statement, (cst.For, cst.While)):
+            if isinstance(statement, cst.For):
+                aliases = aliases - _bound_names(statement.target)
+            after = self._block(_body(statement), aliases) & aliases
+            if statement.orelse is not None:
+                after = self._block(_body(statement.orelse), after)
+            return after
+        if isinstance(statement, cst.With):
+            for item in statement.items:
+                if item.asname is not None:
+                    aliases = aliases - _bound_names(item.asname.name)
+            return self._block(_body(statement), aliases)
+        if isinstance(statement, cst.Try):
+            after = self._block(_body(statement), aliases)
+            for handler in statement.handlers:
+                after &= self._block(_body(handler), aliases)
+            if statement.orelse is not None:
+                after = self._block(_body(statement.orelse), after)
+            if statement.finalbody is not None:
+                after = self._block(_body(statement.finalbody), after)
+            return after
+        return aliases
+
+    def _rebind(self, small, aliases: frozenset[str]) -> frozenset[str]:
+        if isinstance(small, cst.Assign):
+            for target in small.targets:
+                aliases = self._bind(target.target, small.value, aliases)
+        elif isinstance(small, cst.AnnAssign) and small.value is not None:
+            aliases = self._bind(small.target, small.value, aliases)
+        return aliases
+
+    def _bind(self, target, value, aliases: frozenset[str]) -> frozenset[str]:
+        if isinstance(target, cst.Name):
+            if value is not None and self.tracked(value, aliases) is not None:
+                return aliases | {target.value}
+            return aliases - {target.value}
+        if isinstance(target, (cst.Tuple, cst.List)):
+            names = [e.value for e in target.elements]
+            if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(names):
+                for t, v in zip(names, value.elements):
+                    aliases = self._bind(t, v.value, aliases)
+                return aliases
+            bound = set().union(*(_bound_names(n) for n in names)) if names else set()
+            if value is not None and self.unpacks_sources(value):
+                return aliases | bound
+            return aliases - bound
+        return aliases
+
+    def _find_writes(self, small, aliases: frozenset[str]) -> None:
+        if isinstance(small, cst.AugAssign):
+            name = self._written_target(small.target, aliases, allow_name=True)
+            if name:
+                self.writes.append(InplaceWrite(small, name, "augmented assignment"))
+        elif isinstance(small, cst.Assign):
+            for target in small.targets:
+                name = self._written_target(target.target, aliases, allow_name=False)
+                if name:
+                    self.writes.append(InplaceWrite(small, name, "item assignment"))
+                    break
+        for node in _expression_nodes(small):
+            if isinstance(node, cst.Call):
+                found = self._inplace_call(node, aliases)
+                if found:
+                    self.writes.append(InplaceWrite(small, *found))
+                    return
+
+    def _written_target(self, target, aliases, allow_name: bool) -> Optional[str]:
+        if allow_name and isinstance(target, cst.Name):
+            return target.value if target.value in aliases else None
+        if isinstance(target, cst.Subscript):
+            return self.tracked(target.value, aliases)
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                name = self._written_target(element.value, aliases, allow_name=False)
+                if name:
+                    return name
+        return None
+
+    def _inplace_call(self, call: cst.Call, aliases: frozenset[str]) -> Optional[tuple[str, str]]:
+        out = call_keyword(call, "out")
+        if out is not None:
+            outs = [e.value for e in out.elements] if isinstance(out, (cst.Tuple, cst.List)) else [out]
+            for value in outs:
+                name = self.tracked(value, aliases)
+                if name:
+                    return name, "out="
+        func = call.func
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            if method.endswith("_") and not method.startswith("_") and method not in NOT_VALUE_WRITES:
+                name = self.tracked(func.value, aliases)
+                if name and not _is_module_path(func.value, self.qualify):
+                    return name, f"{method}()"
+        name_of_func = dotted(func)
+        args = positional_args(call)
+        if name_of_func and args:
+            qualified = self.qualify(name_of_func)
+            last = qualified.rsplit(".", 1)[-1]
+            if qualified.startswith("torch.") and last.endswith("_") and not last.startswith("_"):
+                name = self.tracked(args[0].value, aliases)
+                if name:
+                    return name, f"{last}()"
+            inplace = call_keyword(call, "inplace")
+            if isinstance(inplace, cst.Name) and inplace.value == "True":
+                name = self.tracked(args[0].value, aliases)
+                if name:
+                    return name, "inplace=True"
+        return None
+
+
+def _is_module_path(node, qualify) -> bool:
+    name = dotted(node)
+    return name is not None and qualify(name).startswith("torch")
+
+
+def _is_basic_index(node: cst.Subscript) -> bool:
+    """``x[0]``, ``x[:, 1:]``, ``x[..., None]``: indexing that returns a view (not a mask/gather)."""
+    for element in node.slice:
+        index = element.slice
+        if isinstance(index, cst.Slice):
+            continue
+        if isinstance(index, cst.Index):
+            value = index.value
+            if isinstance(value, (cst.Integer, cst.Ellipsis)) or (
+                isinstance(value, cst.Name) and value.value == "None"
+            ) or (isinstance(value, cst.UnaryOperation) and isinstance(value.expression, cst.Integer)):
+                continue
+        return False
+    return True
+
+
+def _bound_names(target) -> set[str]:
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return set().union(*(_bound_names(e.value) for e in target.elements)) if target.elements else set()
+    if isinstance(target, cst.StarredElement):
+        return _bound_names(target.value)
+    return set()
+
+
+def _expression_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """Nodes of a small statement, not descending into lambdas."""
+    result = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        result.append(current)
+        if not isinstance(current, cst.Lambda):
+            stack.extend(reversed(current.children))
+    return result

@@ -1,0 +1,79 @@
+"""Everything the rules see about one file: its index, its Function class models, the project."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Optional
+
+import libcst as cst
+
+from autograd_lint.analysis.class_model import FunctionModel, Method, build_function_model
+from autograd_lint.analysis.module_index import CallSite, ModuleIndex, build_module_index
+from autograd_lint.analysis.project import ProjectFacts
+from autograd_lint.analysis.snippet import Span, parse_class
+from autograd_lint.findings import Finding
+
+
+@dataclass
+class ModuleAnalysis:
+    path: str
+    lines: list[str]
+    index: ModuleIndex
+    project: ProjectFacts
+    classes: list[FunctionModel] = field(default_factory=list)
+    # Classes libcst could not parse (its grammar lags CPython's): "ClassName: reason".
+    unparsed: list[str] = field(default_factory=list)
+
+    def finding(
+        self,
+        code: str,
+        span: Span | CallSite,
+        message: str,
+        model: Optional[FunctionModel] = None,
+        method: Optional[Method] = None,
+    ) -> Finding:
+        return Finding(
+            path=self.path,
+            line=span.line,
+            column=span.column,
+            end_line=span.end_line,
+            end_column=span.end_column,
+            code=code,
+            message=message,
+            function_class=model.name if model is not None else None,
+            method=method.name if method is not None else None,
+        )
+
+    def at(self, code: str, model: FunctionModel, method: Optional[Method], node: cst.CSTNode, message: str) -> Finding:
+        """A finding at ``node`` of ``method`` (or of the class statement when method is None)."""
+        span = method.span(node) if method is not None else model.parsed.span(node)
+        return self.finding(code, span, message, model, method)
+
+    def at_def(self, code: str, model: FunctionModel, method: Method, message: str) -> Finding:
+        """A finding on the ``def`` line of a method (not its decorators)."""
+        whole = method.span(method.node)  # libcst starts a FunctionDef at `def`, after decorators
+        name = method.span(method.node.name)
+        return self.finding(code, Span(whole.line, whole.column, name.end_line, name.end_column), message, model, method)
+
+    def at_class(self, code: str, model: FunctionModel, message: str) -> Finding:
+        node = model.info.node
+        return self.finding(code, Span(node.lineno, node.col_offset + 1, node.lineno, node.col_offset + 1),
+                            message, model)
+
+
+def analyse_module(path: str, text: str, tree: ast.Module, project: ProjectFacts) -> ModuleAnalysis:
+    index = build_module_index(tree, project.function_names)
+    lines = text.splitlines(keepends=True)
+    analysis = ModuleAnalysis(path=path, lines=lines, index=index, project=project)
+    local_models: dict[str, FunctionModel] = {}
+    for info in index.function_classes:
+        try:
+            parsed = parse_class(lines, info.node)
+        except (cst.ParserSyntaxError, StopIteration) as error:
+            analysis.unparsed.append(f"{info.name}: {str(error).splitlines()[0] if str(error) else error!r}")
+            continue
+        model = build_function_model(info, parsed, index.imports.qualify, local_models)
+        local_models[info.name] = model
+        analysis.classes.append(model)
+    return analysis

@@ -1,0 +1,251 @@
+"""The ``autograd-lint`` command: options, then config, discovery, engine, report, exit code.
+
+Exit codes (as ruff): 0 no findings, 1 findings, 2 usage error, bad config or internal error.
+stdout carries only the report (finding lines, JSON, or the statistics table); messages for the
+user (summary, warnings, errors) go to stderr, one line each, never a traceback for bad input.
+Static mode never imports torch or the user's code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Optional, Sequence, TextIO
+
+from autograd_lint import __version__
+from autograd_lint.config import Config, ConfigError, empty_config, find_config, load_config
+from autograd_lint.discovery import MissingPathError, discover, exclude_spec
+from autograd_lint.explain import ExplainError, explain
+from autograd_lint.report import FORMATS, LintRun, statistics
+from autograd_lint.report.text import summary_line
+from autograd_lint.selection import (
+    PerFileSelection,
+    Selection,
+    SelectorError,
+    SelectorLayer,
+    parse_selectors,
+)
+from autograd_lint.source import DEFAULT_MAX_FILE_SIZE, too_large_message
+
+PROG = "autograd-lint"
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+class UsageError(Exception):
+    """Bad options, paths or config: one line on stderr, exit 2."""
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    try:
+        return _main(list(sys.argv[1:] if argv is None else argv))
+    except (UsageError, ConfigError, SelectorError, ExplainError) as error:
+        _error(str(error))
+        return EXIT_ERROR
+    except MissingPathError as error:
+        for path in error.paths:
+            _error(f"{path}: no such file or directory")
+        return EXIT_ERROR
+    except BrokenPipeError:
+        # `autograd-lint src | head`: the reader has gone; stop quietly like other tools.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        _error("interrupted")
+        return 130
+    except Exception:  # a bug in autograd-lint itself, not bad input: show where
+        _error("internal error (a bug in autograd-lint; please report it with this output):")
+        traceback.print_exc()
+        return EXIT_ERROR
+
+
+def _main(argv: list[str]) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # argparse has printed usage and the error (or --help)
+        return exit_.code if isinstance(exit_.code, int) else EXIT_ERROR
+
+    if args.explain is not None:
+        explain(args.explain, sys.stdout)
+        return EXIT_CLEAN
+    if args.statistics and args.format != "text":
+        raise UsageError(f"--statistics prints a text table; it cannot be combined with --format {args.format}")
+
+    paths = args.paths or ["."]
+    config = _load_config(args, paths[0])
+    selection = Selection.from_layers([config.selector_layer(), _cli_layer(args)])
+    selection_for = PerFileSelection(selection, config.per_file_ignores, config.root)
+
+    exclude = args.exclude if args.exclude is not None else config.exclude
+    spec = exclude_spec(exclude, [*config.extend_exclude, *(args.extend_exclude or [])])
+    discovered = discover(paths, spec, str(config.root))
+    for message in discovered.warnings:
+        _warn(message)
+    if not discovered.files:
+        _warn(f"no Python files found under {', '.join(paths)}")
+
+    max_file_size = args.max_file_size or config.max_file_size or DEFAULT_MAX_FILE_SIZE
+    start = time.perf_counter()
+    results = _lint(discovered.files, selection_for, max_file_size)
+    run = LintRun(results=results, seconds=time.perf_counter() - start)
+
+    internal_errors = [
+        message if result.path in message else f"{result.path}: {message}"
+        for result in results
+        for message in result.internal_errors
+    ]
+    _write_report(run, args, sys.stdout)
+    for message in internal_errors:
+        _error(f"internal error: {message}")
+    if args.format == "text" and not args.quiet:
+        print(summary_line(run), file=sys.stderr)
+
+    if internal_errors:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if run.findings and not args.exit_zero else EXIT_CLEAN
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Lint PyTorch custom torch.autograd.Function classes. "
+        "Static analysis only: never imports your code or torch.",
+        epilog="selectors: codes (AGL201), prefixes (AGL2) or ALL, comma-separated;\n"
+        "  opt-in rules (AGL305, AGL502) are enabled only by their full code or ALL.\n"
+        "exit status: 0 no findings, 1 findings, 2 usage, config or internal error.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("paths", nargs="*", metavar="PATH",
+                        help="files or directories to lint (default: .)")
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    parser.add_argument("--explain", metavar="CODE", help="print the page of a rule and exit")
+    parser.add_argument("--config", metavar="FILE", type=Path,
+                        help="settings file (default: nearest pyproject.toml with "
+                        "[tool.autograd-lint], upward from the first PATH)")
+
+    rules = parser.add_argument_group("rule selection (command line overrides the config file)")
+    for flag, what in [
+        ("--select", "enable only these rules"),
+        ("--extend-select", "enable these rules too"),
+        ("--ignore", "disable these rules"),
+        ("--extend-ignore", "disable these rules too (same as --ignore)"),
+    ]:
+        rules.add_argument(flag, metavar="CODES", action="append", help=what)
+
+    files = parser.add_argument_group("files")
+    files.add_argument("--exclude", metavar="PATTERNS", type=_comma_list, action="extend",
+                       help="gitignore-style patterns to skip, replacing the defaults "
+                       "(.git, .venv, venv, build, dist, __pycache__, ...)")
+    files.add_argument("--extend-exclude", metavar="PATTERNS", type=_comma_list, action="extend",
+                       help="patterns to skip in addition to the defaults")
+    files.add_argument("--max-file-size", metavar="BYTES", type=_positive_int,
+                       help=f"report larger files as AGL000 without reading them "
+                       f"(default: {DEFAULT_MAX_FILE_SIZE} = 5 MB)")
+    files.add_argument("--jobs", "-j", metavar="N", type=_jobs,
+                       help="accepted for forward compatibility; files are linted in one process")
+
+    output = parser.add_argument_group("output")
+    output.add_argument("--format", choices=sorted(FORMATS), default="text",
+                        help="text (flake8-compatible, default) or json")
+    output.add_argument("--statistics", action="store_true",
+                        help="print the number of findings per code instead of the findings")
+    colour = output.add_mutually_exclusive_group()
+    colour.add_argument("--color", dest="color", action="store_const", const=True,
+                        help="always colour the text output")
+    colour.add_argument("--no-color", dest="color", action="store_const", const=False,
+                        help="never colour (default: colour on a terminal unless NO_COLOR is set)")
+    output.add_argument("--quiet", "-q", action="store_true",
+                        help="do not print the summary line on stderr")
+    output.add_argument("--exit-zero", action="store_true",
+                        help="exit 0 even when there are findings (still 2 on errors)")
+    return parser
+
+
+def _comma_list(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of bytes, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of bytes, got {text!r}")
+    return value
+
+
+def _jobs(text: str) -> str:
+    if text != "auto" and not (text.isdigit() and int(text) > 0):
+        raise argparse.ArgumentTypeError(f"expected 'auto' or a positive number, got {text!r}")
+    return text
+
+
+def _load_config(args: argparse.Namespace, first_path: str) -> Config:
+    if args.config is not None:
+        if not args.config.is_file():
+            raise UsageError(f"--config {args.config}: no such file")
+        return load_config(args.config, _warn)
+    found = find_config(first_path)
+    return load_config(found, _warn) if found else empty_config(os.getcwd())
+
+
+def _cli_layer(args: argparse.Namespace) -> SelectorLayer:
+    def selectors(values: Optional[list[str]], flag: str) -> tuple[str, ...]:
+        return parse_selectors(values or [], flag)
+
+    return SelectorLayer(
+        select=selectors(args.select, "--select") if args.select is not None else None,
+        extend_select=selectors(args.extend_select, "--extend-select"),
+        ignore=selectors(args.ignore, "--ignore") + selectors(args.extend_ignore, "--extend-ignore"),
+    )
+
+
+def _lint(files: list[str], selection_for: PerFileSelection, max_file_size: int) -> list:
+    """Run the engine on the files, reporting oversized ones as AGL000 without reading them."""
+    # Imported here: the analysis (libcst) is not needed for --help, --version or --explain.
+    from autograd_lint.engine import FileResult, lint_paths
+    from autograd_lint.findings import Finding
+
+    oversized: dict[str, FileResult] = {}
+    for path in files:
+        try:
+            size = os.stat(path).st_size
+        except OSError:
+            continue  # unreadable: the engine reports it as AGL000
+        if size > max_file_size:
+            finding = Finding(path, 1, 1, "AGL000", too_large_message(size, max_file_size))
+            enabled = selection_for(path).is_enabled("AGL000")
+            oversized[path] = FileResult(path=path, findings=[finding] if enabled else [])
+    linted = iter(lint_paths([path for path in files if path not in oversized], selection_for))
+    return [oversized[path] if path in oversized else next(linted) for path in files]
+
+
+def _write_report(run: LintRun, args: argparse.Namespace, out: TextIO) -> None:
+    color = _use_color(args.color, out)
+    if args.statistics:
+        statistics.write(run, out, color)
+    else:
+        FORMATS[args.format](run, out, color)
+    out.flush()  # surface a closed pipe here, inside main's handler
+
+
+def _use_color(choice: Optional[bool], out: TextIO) -> bool:
+    if choice is not None:
+        return choice
+    # https://no-color.org: any non-empty NO_COLOR disables colour.
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    return out.isatty()
+
+
+def _warn(message: str) -> None:
+    print(f"{PROG}: warning: {message}", file=sys.stderr)
+
+
+def _error(message: str) -> None:
+    print(f"{PROG}: error: {message}", file=sys.stderr)

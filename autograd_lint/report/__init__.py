@@ -1,0 +1,55 @@
+"""Writing the results of a run: one module per output format, chosen by ``--format``.
+
+A formatter is ``write(run, out, color)``; add a format by adding its module and one entry to
+``FORMATS`` (sarif and github annotations are planned).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, TextIO
+
+from autograd_lint.report import json_format, text
+
+if TYPE_CHECKING:  # the engine (and its parser) is not needed to format, nor for --help
+    from autograd_lint.engine import FileResult
+    from autograd_lint.findings import Finding
+
+
+@dataclass
+class LintRun:
+    """Everything a formatter may report: the per-file results in order, and the time taken."""
+
+    results: list["FileResult"]
+    seconds: float
+
+    @property
+    def findings(self) -> list["Finding"]:
+        """Files in discovery order, each file's findings by position."""
+        return [
+            finding
+            for result in self.results
+            for finding in sorted(result.findings, key=lambda f: (f.line, f.column, f.code, f.message))
+        ]
+
+    @property
+    def files_with_findings(self) -> int:
+        return sum(1 for result in self.results if result.findings)
+
+    def summary(self) -> dict:
+        """The ``summary`` object of the JSON schema (rules.md)."""
+        return {
+            "files": len(self.results),
+            "files_with_functions": sum(1 for result in self.results if result.function_classes),
+            "function_classes": sum(result.function_classes for result in self.results),
+            "findings": sum(len(result.findings) for result in self.results),
+            "seconds": round(self.seconds, 3),
+        }
+
+
+Formatter = Callable[[LintRun, TextIO, bool], None]
+
+FORMATS: dict[str, Formatter] = {
+    "text": text.write,
+    "json": json_format.write,
+}

@@ -1,0 +1,27 @@
+"""``--statistics``: one line per code with its count, most frequent first (as ruff prints it).
+
+Printed instead of the finding lines, to stdout:
+
+    3  AGL201  ctx-tensor-attribute
+    1  AGL101  backward-return-count
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING, TextIO
+
+from autograd_lint.catalogue import RULES
+from autograd_lint.report.text import style
+
+if TYPE_CHECKING:
+    from autograd_lint.report import LintRun
+
+
+def write(run: "LintRun", out: TextIO, color: bool) -> None:
+    counts = Counter(finding.code for finding in run.findings)
+    if not counts:
+        return
+    width = len(str(max(counts.values())))
+    for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+        out.write(f"{count:>{width}}  {style(code, '1', color)}  {RULES[code].name}\n")

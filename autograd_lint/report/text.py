@@ -1,0 +1,41 @@
+"""flake8-compatible text: one ``path:line:col: CODE message`` line per finding on stdout.
+
+Nothing else goes to stdout, so editors, problem matchers and ``| wc -l`` see only findings;
+the human summary ("Found 3 findings in 2 files") is written to stderr by the CLI.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from autograd_lint.report import LintRun
+
+_SEVERITY_COLOUR = {"error": "31", "warning": "33", "info": "34"}  # red, yellow, blue
+
+
+def style(text: str, ansi: str, color: bool) -> str:
+    return f"\x1b[{ansi}m{text}\x1b[0m" if color else text
+
+
+def write(run: "LintRun", out: TextIO, color: bool) -> None:
+    for finding in run.findings:
+        code = style(finding.code, "1;" + _SEVERITY_COLOUR.get(finding.severity, "0"), color)
+        out.write(
+            f"{style(finding.path, '1', color)}:{finding.line}:{finding.column}: {code} {finding.message}\n"
+        )
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def summary_line(run: "LintRun") -> str:
+    checked = _plural(len(run.results), "file")
+    findings = run.findings
+    if not findings:
+        return f"All checks passed ({checked} checked)."
+    return (
+        f"Found {_plural(len(findings), 'finding')} in {_plural(run.files_with_findings, 'file')} "
+        f"({checked} checked)."
+    )

@@ -1,0 +1,94 @@
+"""Facts about return values and method bodies that several rules share."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from autograd_lint.analysis.class_model import FunctionModel, Method
+from autograd_lint.analysis.syntax import dotted, is_ctx_attr, is_none, last_name
+from autograd_lint.analysis.tensorness import T, TensorJudge
+
+_ZERO_FACTORIES = frozenset({"zeros", "zeros_like", "new_zeros"})
+
+
+def returned_values(value: Optional[cst.BaseExpression], judge: TensorJudge) -> Optional[list[Optional[cst.BaseExpression]]]:
+    """The values a ``return`` gives PyTorch, one per gradient, or None when they cannot be counted.
+
+    A tuple literal gives its elements; a bare ``return`` one ``None`` (listed as None); a list
+    literal, a constant or an expression that is certainly a tensor one value. A name, a call,
+    a subscript or a starred tuple cannot be counted (rules.md).
+    """
+    if value is None or is_none(value):
+        return [None]
+    if isinstance(value, cst.Tuple):
+        if any(isinstance(e, cst.StarredElement) for e in value.elements):
+            return None
+        return [None if is_none(e.value) else e.value for e in value.elements]
+    if isinstance(value, cst.IfExp):
+        body, orelse = returned_values(value.body, judge), returned_values(value.orelse, judge)
+        if body is not None and orelse is not None and len(body) == len(orelse):
+            return body
+        return None
+    if isinstance(value, (cst.List, cst.ListComp, cst.Integer, cst.Float, cst.SimpleString,
+                          cst.UnaryOperation, cst.Comparison)):
+        return [value]
+    if isinstance(value, cst.BinaryOperation) and judge(value) is T.TENSOR:
+        return [value]
+    return None
+
+
+def is_zero_gradient(value: cst.BaseExpression) -> bool:
+    """``torch.zeros_like(x)``, ``x.new_zeros(...)``, ``0``: a deliberate zero gradient."""
+    if isinstance(value, (cst.Integer, cst.Float)):
+        return float(value.evaluated_value) == 0.0
+    return isinstance(value, cst.Call) and last_name(value.func) in _ZERO_FACTORIES
+
+
+def is_stub(method: Method) -> bool:
+    """Body is only ``pass``, ``...``, a docstring and/or ``return``/``return None``."""
+    for statement in method.node.body.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            return False
+        for small in statement.body:
+            if isinstance(small, cst.Pass):
+                continue
+            if isinstance(small, cst.Expr) and isinstance(small.value, (cst.Ellipsis, cst.SimpleString, cst.ConcatenatedString)):
+                continue
+            if isinstance(small, cst.Return) and (small.value is None or is_none(small.value)):
+                continue
+            return False
+    return True
+
+
+def raises_only(method: Method) -> bool:
+    """The body (after a docstring) ends in ``raise``: a deliberately unsupported method."""
+    body = [s for s in method.node.body.body]
+    last = body[-1] if body else None
+    return isinstance(last, cst.SimpleStatementLine) and any(isinstance(s, cst.Raise) for s in last.body)
+
+
+def marked_non_differentiable(model: FunctionModel) -> set[str]:
+    names: set[str] = set()
+    for method in model.forward_methods:
+        for node in method.nodes:
+            if isinstance(node, cst.Call) and is_ctx_attr(node.func, model.ctx_names(method), "mark_non_differentiable"):
+                names |= {a.value.value for a in node.args if isinstance(a.value, cst.Name)}
+    return names
+
+
+def all_outputs_non_differentiable(model: FunctionModel) -> bool:
+    """forward marks every value it returns non-differentiable: backward is never called."""
+    returned = model.returned_names
+    return bool(returned) and returned <= marked_non_differentiable(model)
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
+
+
+def call_name(node: cst.Call, model: FunctionModel) -> str:
+    """The qualified name of a call's function (``F.relu`` -> ``torch.nn.functional.relu``)."""
+    name = dotted(node.func)
+    return model.qualify(name) if name else ""

@@ -1,0 +1,50 @@
+"""AGL101 backward-return-count: backward returns a different number of gradients than forward has inputs."""
+
+from __future__ import annotations
+
+from typing import Iterator, Optional
+
+from autograd_lint.analysis.module import ModuleAnalysis
+from autograd_lint.findings import Finding
+from autograd_lint.rules._common import all_outputs_non_differentiable, is_stub, plural, raises_only, returned_values
+
+CODE = "AGL101"
+
+
+def check(module: ModuleAnalysis) -> Iterator[Finding]:
+    for model in module.classes:
+        backward, inputs = model.own("backward"), model.inputs
+        if backward is None or inputs is None or is_stub(backward) or all_outputs_non_differentiable(model):
+            continue
+        required = sum(1 for p in inputs if not p.has_default)
+        if model.style == "new":
+            required = len(inputs)  # apply binds the defaults: PyTorch counts every input
+        passed = [c for c in module.project.apply_arg_counts.get(model.name, []) if c is not None]
+        names = ", ".join(p.name for p in inputs)
+        if not backward.returns:
+            if not raises_only(backward):
+                problem = _problem(1, [None], required, len(inputs), passed)
+                if problem:
+                    yield module.at_def(CODE, model, backward,
+                                        f"backward has no return (returns None: 1 value) {problem} ({names})")
+            continue
+        judge = model.judge(backward)
+        for ret in backward.returns:
+            values = returned_values(ret.value, judge)
+            if values is None or len(values) == 0:  # uncountable, or `return ()`
+                continue
+            problem = _problem(len(values), values, required, len(inputs), passed)
+            if problem:
+                yield module.at(CODE, model, backward, ret,
+                                f"backward returns {plural(len(values), 'value')} {problem} ({names})")
+
+
+def _problem(count: int, values: list, required: int, total: int, passed: list[int]) -> Optional[str]:
+    if count < required:
+        return f"but forward takes {plural(required, 'input')}: return one gradient per input, None for non-tensors"
+    if count < total and any(p > count for p in passed):
+        return (f"but an .apply(...) call passes {max(passed)} arguments: "
+                f"return one gradient per argument passed, None for non-tensors")
+    if count > total and any(v is not None for v in values[total:]):
+        return f"but forward takes only {plural(total, 'input')}: extra values must be None"
+    return None

@@ -1,0 +1,28 @@
+"""AGL105 missing-backward: forward defined but neither backward nor vjp."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from autograd_lint.analysis.module import ModuleAnalysis
+from autograd_lint.findings import Finding
+from autograd_lint.rules._common import raises_only
+
+CODE = "AGL105"
+
+
+def check(module: ModuleAnalysis) -> Iterator[Finding]:
+    local_bases = {base for info in module.index.classes for base in info.bases}
+    for model in module.classes:
+        forward = model.forward
+        if forward is None or model.unknown_base or raises_only(forward):
+            continue
+        if any(model.method(name) for name in ("backward", "vjp", "jvp")):
+            continue
+        if model.name in module.project.subclassed_names or model.name in local_bases:
+            continue  # a base class: its subclasses provide backward
+        yield module.at_class(
+            CODE, model,
+            f"{model.name} defines forward but no backward (or vjp): backward through it raises "
+            f"'You must implement either the backward or vjp method'",
+        )

@@ -1,0 +1,26 @@
+"""AGL107 stub-derivative: backward/jvp/vjp whose body is only pass, ..., a docstring or return None."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from autograd_lint.analysis.module import ModuleAnalysis
+from autograd_lint.analysis.tensorness import T
+from autograd_lint.findings import Finding
+from autograd_lint.rules._common import is_stub
+
+CODE = "AGL107"
+
+
+def check(module: ModuleAnalysis) -> Iterator[Finding]:
+    for model in module.classes:
+        if model.inputs is None or T.TENSOR not in model.input_tensorness.values():
+            continue
+        for name in ("backward", "jvp", "vjp"):
+            method = model.own(name)
+            if method is not None and is_stub(method):
+                yield module.at_def(
+                    CODE, model, method,
+                    f"{name} is a stub: it returns None for every input, so gradients silently "
+                    f"stop here (raise NotImplementedError if it is not supported)",
+                )

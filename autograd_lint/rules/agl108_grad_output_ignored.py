@@ -1,0 +1,45 @@
+"""AGL108 grad-output-ignored: backward returns a gradient without ever reading its gradient parameters."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from autograd_lint.analysis.flow import enumerate_paths
+from autograd_lint.analysis.module import ModuleAnalysis
+from autograd_lint.analysis.syntax import names_read
+from autograd_lint.findings import Finding
+from autograd_lint.rules._common import is_zero_gradient, returned_values
+
+CODE = "AGL108"
+
+
+def check(module: ModuleAnalysis) -> Iterator[Finding]:
+    for model in module.classes:
+        backward = model.own("backward")
+        grads = model.grad_names
+        if backward is None or not grads:
+            continue
+        paths = enumerate_paths(backward.node)
+        if paths is None:
+            continue
+        judge = model.judge(backward)
+        reads_by_return: dict[int, list[bool]] = {}
+        for path in paths:
+            if isinstance(path.ends_with, cst.Return):
+                reads = any(names_read(element) & grads for element in path.elements)
+                reads_by_return.setdefault(id(path.ends_with), []).append(reads)
+        for ret in backward.returns:
+            reads = reads_by_return.get(id(ret))
+            if not reads or any(reads):
+                continue
+            values = returned_values(ret.value, judge)
+            if ret.value is not None and values is None:
+                values = [ret.value]  # a call or name: still a gradient that ignores grad_output
+            if values and any(v is not None and not is_zero_gradient(v) for v in values):
+                yield module.at(
+                    CODE, model, backward, ret,
+                    f"backward returns a gradient without reading {', '.join(sorted(grads))}: "
+                    f"multiply by the incoming gradient (chain rule)",
+                )

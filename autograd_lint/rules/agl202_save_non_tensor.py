@@ -1,0 +1,41 @@
+"""AGL202 save-non-tensor: save_for_backward given something that is certainly not a tensor or None."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from autograd_lint.analysis.module import ModuleAnalysis
+from autograd_lint.analysis.syntax import is_none
+from autograd_lint.analysis.tensorness import T, judge_parameter
+from autograd_lint.findings import Finding
+
+CODE = "AGL202"
+
+
+def check(module: ModuleAnalysis) -> Iterator[Finding]:
+    for model in module.classes:
+        inputs = {p.name: p for p in model.inputs or []}
+        uses = model.input_uses
+        for save in model.save_calls:
+            if save.method.inherited or save.args is None:
+                continue
+            judge = model.judge(save.method)
+            for value in save.args:
+                if is_none(value):
+                    continue
+                if isinstance(value, cst.Name) and value.value in inputs and save.method.name == "forward":
+                    # Only what the input's annotation, default or use says; not its name.
+                    p = inputs[value.value]
+                    verdict = judge_parameter(p.name, p.annotation, p.default, uses[p.name], True)
+                else:
+                    verdict = judge(value)
+                if verdict is T.NOT_TENSOR:
+                    shown = cst.Module([]).code_for_node(value)
+                    yield module.at(
+                        CODE, model, save.method, save.call,
+                        f"save_for_backward({shown}): not a tensor; store non-tensors as ctx attributes "
+                        f"(PyTorch raises 'save_for_backward can only save variables')",
+                    )
+                    break

@@ -1,0 +1,49 @@
+"""AGL303 inplace-input-no-mark-dirty: an in-place operation on a forward input without ctx.mark_dirty."""
+
+from __future__ import annotations
+
+from typing import Iterator, Optional
+
+import libcst as cst
+
+from autograd_lint.analysis.module import ModuleAnalysis
+from autograd_lint.analysis.syntax import is_ctx_attr
+from autograd_lint.analysis.tensorness import T
+from autograd_lint.findings import Finding
+from autograd_lint.rules._inplace import input_writes
+
+CODE = "AGL303"
+
+
+def check(module: ModuleAnalysis) -> Iterator[Finding]:
+    for model in module.classes:
+        forward = model.own("forward")
+        if forward is None or model.inputs is None:
+            continue
+        dirty = _marked_dirty(model)
+        if dirty is None:
+            continue  # mark_dirty with something we cannot read: trust it
+        tensors = {name for name, verdict in model.input_tensorness.items() if verdict is T.TENSOR}
+        evident = {name for name in tensors if model.input_uses[name].as_tensor} | {model.inputs[0].name} if model.inputs else set()
+        for write in input_writes(model, forward, tensors - dirty):
+            if write.how == "augmented assignment" and write.name not in evident:
+                continue  # `n += 1` on an input that may be a plain number
+            yield module.at(
+                CODE, model, forward, write.statement,
+                f"in-place {write.how} on the input {write.name} without ctx.mark_dirty({write.name}): "
+                f"autograd does not know the input changed and later gradients are silently wrong",
+            )
+
+
+def _marked_dirty(model) -> Optional[set[str]]:
+    names: set[str] = set()
+    for method in model.forward_methods:
+        for node in method.nodes:
+            if isinstance(node, cst.Call) and is_ctx_attr(node.func, model.ctx_names(method), "mark_dirty"):
+                if method.name == "setup_context":
+                    return None  # new style: names there are unpacked from `inputs`
+                for arg in node.args:
+                    if arg.star or not isinstance(arg.value, cst.Name):
+                        return None
+                    names.add(arg.value.value)
+    return names

@@ -1,0 +1,125 @@
+"""AGL401 needs-input-grad-unchecked: a costly per-input gradient computed without a needs_input_grad guard."""
+
+from __future__ import annotations
+
+from typing import Iterator, Optional
+
+import libcst as cst
+
+from autograd_lint.analysis.class_model import FunctionModel, Method
+from autograd_lint.analysis.module import ModuleAnalysis
+from autograd_lint.analysis.syntax import all_nodes, dotted, is_ctx_attr, last_name, names_read
+from autograd_lint.analysis.tensorness import T
+from autograd_lint.findings import Finding
+
+CODE = "AGL401"
+COSTLY_CALLS = frozenset(
+    {"mm", "bmm", "matmul", "einsum", "linear", "addmm", "baddbmm", "addbmm", "addmv", "mv",
+     "tensordot", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+     "conv_transpose3d", "conv1d_input", "conv1d_weight", "conv2d_input", "conv2d_weight",
+     "conv3d_input", "conv3d_weight"}
+)
+
+
+def check(module: ModuleAnalysis) -> Iterator[Finding]:
+    for model in module.classes:
+        backward = model.own("backward")
+        if backward is None or model.inputs is None:
+            continue
+        if sum(1 for v in model.input_tensorness.values() if v is T.TENSOR) < 2:
+            continue
+        guard_names = _guard_names(model, backward)
+        if _returns_early_on_guard(backward, model, guard_names):
+            continue
+        gradient_exprs = _per_input_gradient_expressions(backward)
+        unguarded = _unguarded_costly_nodes(backward, model, guard_names)
+        if any(id(node) in gradient_exprs for node in unguarded):
+            yield module.at_def(
+                CODE, model, backward,
+                "backward computes a costly gradient (matrix product or convolution) without checking "
+                "ctx.needs_input_grad: guard each input's gradient with `if ctx.needs_input_grad[i]:`",
+            )
+
+
+def _guard_names(model: FunctionModel, backward: Method) -> set[str]:
+    """Names bound from ctx.needs_input_grad (`a, b, _ = ctx.needs_input_grad`, `need_x = ...[0]`)."""
+    names = set()
+    for node in backward.nodes:
+        if isinstance(node, cst.Assign) and _mentions_guard(node.value, model, backward, set()):
+            for target in node.targets:
+                names |= {n.value for n in all_nodes(target.target) if isinstance(n, cst.Name)}
+    return names
+
+
+def _mentions_guard(node: cst.CSTNode, model: FunctionModel, backward: Method, guard_names: set[str]) -> bool:
+    ctx_names = model.ctx_names(backward)
+    return any(is_ctx_attr(n, ctx_names, "needs_input_grad") for n in all_nodes(node)) or bool(
+        names_read(node) & guard_names
+    )
+
+
+def _returns_early_on_guard(backward: Method, model: FunctionModel, guard_names: set[str]) -> bool:
+    for statement in backward.node.body.body:
+        if isinstance(statement, cst.If) and _mentions_guard(statement.test, model, backward, guard_names):
+            if any(isinstance(n, cst.Return) for n in all_nodes(statement.body)):
+                return True
+    return False
+
+
+def _unguarded_costly_nodes(backward: Method, model: FunctionModel, guard_names: set[str]) -> list[cst.CSTNode]:
+    found: list[cst.CSTNode] = []
+
+    def visit(node: cst.CSTNode, guarded: bool) -> None:
+        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) and node is not backward.node:
+            return
+        if isinstance(node, (cst.If, cst.While)) and _mentions_guard(node.test, model, backward, guard_names):
+            guarded = True
+        if isinstance(node, cst.IfExp) and _mentions_guard(node.test, model, backward, guard_names):
+            guarded = True
+        if isinstance(node, cst.BooleanOperation) and _mentions_guard(node.left, model, backward, guard_names):
+            guarded = True
+        if not guarded and _is_costly(node, model):
+            found.append(node)
+        for child in node.children:
+            visit(child, guarded)
+
+    visit(backward.node.body, False)
+    return found
+
+
+def _is_costly(node: cst.CSTNode, model: FunctionModel) -> bool:
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.MatrixMultiply):
+        return True
+    if isinstance(node, cst.Call):
+        name = dotted(node.func) or ""
+        qualified = model.qualify(name) if name else ""
+        return last_name(node.func) in COSTLY_CALLS or qualified.startswith("torch.nn.grad.")
+    return False
+
+
+def _per_input_gradient_expressions(backward: Method) -> set[int]:
+    """ids of the nodes that compute one element of a returned gradient tuple: the element
+    itself, or the value assigned to a name returned as one element. An intermediate shared by
+    several gradients is not one input's gradient."""
+    returned: set[str] = set()
+    ids: set[int] = set()
+    for ret in backward.returns:
+        if isinstance(ret.value, cst.Tuple) and len(ret.value.elements) >= 2:
+            for element in ret.value.elements:
+                if isinstance(element.value, cst.Name):
+                    returned.add(element.value.value)
+                else:
+                    ids |= {id(n) for n in all_nodes(element.value)}
+    for node in backward.nodes:
+        value: Optional[cst.CSTNode] = None
+        if isinstance(node, cst.Assign) and any(
+            isinstance(t.target, cst.Name) and t.target.value in returned for t in node.targets
+        ):
+            value = node.value
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)) and isinstance(node.target, cst.Name) and (
+            node.target.value in returned
+        ):
+            value = node.value
+        if value is not None:
+            ids |= {id(n) for n in all_nodes(value)}
+    return ids

@@ -1,0 +1,128 @@
+"""Reading one Python source file into text, or saying in plain words why it cannot be read.
+
+Every failure becomes a ``SourceError`` whose message ends up, verbatim, in an AGL000 finding
+(``path:1:1: AGL000 <message>``), so the messages are written for the person reading that line.
+Nothing here raises anything else for bad input: permission problems, directories, broken links,
+FIFOs, binary data, oversized files and undecodable bytes are all SourceErrors.
+"""
+
+from __future__ import annotations
+
+import codecs
+import io
+import os
+import re
+import stat
+import tokenize
+from typing import Optional
+
+# Hand-written modules stay far below this; the files above it are generated tables or vendored
+# blobs, where a parse would cost seconds and no Function class is expected. 5 MB still admits
+# the largest hand-written modules in PyTorch itself (~1 MB).
+DEFAULT_MAX_FILE_SIZE = 5 * 1024 * 1024
+
+
+class SourceError(Exception):
+    """A file that cannot be linted; ``message`` is meant for the user, without the path."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def is_binary(data: bytes) -> bool:
+    """True for data no Python source can contain (CPython refuses source with NUL bytes)."""
+    return b"\0" in data
+
+
+def format_size(n_bytes: int) -> str:
+    if n_bytes >= 1024 * 1024:
+        return f"{n_bytes / (1024 * 1024):.1f} MB"
+    if n_bytes >= 1024:
+        return f"{n_bytes / 1024:.1f} KB"
+    return f"{n_bytes} bytes"
+
+
+def too_large_message(size: int, max_bytes: int) -> str:
+    return (
+        f"file is {format_size(size)}, over the {format_size(max_bytes)} limit; "
+        "raise it with --max-file-size or max-file-size in [tool.autograd-lint]"
+    )
+
+
+def read_source(path: str, max_bytes: Optional[int] = DEFAULT_MAX_FILE_SIZE) -> str:
+    """Return the decoded text of ``path``; ``max_bytes=None`` means no size limit.
+
+    The encoding is found the way Python finds it (PEP 263 coding cookie, UTF-8 BOM, else
+    UTF-8), so a file Python can import is a file we can read.
+    """
+    data = _read_bytes(path, max_bytes)
+    if is_binary(data):
+        raise SourceError("binary file (contains NUL bytes), not Python source")
+    return decode_source(data)
+
+
+def _read_bytes(path: str, max_bytes: Optional[int]) -> bytes:
+    try:
+        info = os.stat(path)
+        if stat.S_ISDIR(info.st_mode):
+            raise SourceError("is a directory, not a file")
+        # Opening a FIFO or a device could block forever or never end.
+        if not stat.S_ISREG(info.st_mode):
+            raise SourceError("not a regular file (a FIFO, socket or device)")
+        if max_bytes is not None and info.st_size > max_bytes:
+            raise SourceError(too_large_message(info.st_size, max_bytes))
+        with open(path, "rb") as handle:
+            # Read one byte past the limit: the file may have grown since the stat.
+            data = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise SourceError(f"broken symbolic link (points to {os.readlink(path)!r})") from None
+        raise SourceError("file not found (deleted while linting?)") from None
+    except PermissionError:
+        raise SourceError("permission denied") from None
+    except IsADirectoryError:
+        raise SourceError("is a directory, not a file") from None
+    except OSError as error:
+        raise SourceError(f"could not read: {error.strerror or error}") from None
+    if max_bytes is not None and len(data) > max_bytes:
+        raise SourceError(too_large_message(len(data), max_bytes))
+    return data
+
+
+def decode_source(data: bytes) -> str:
+    """Decode source bytes as Python does: BOM, then PEP 263 cookie, then UTF-8."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as error:
+        # An unknown codec in the cookie, or a cookie that contradicts the BOM.
+        raise SourceError(f"bad encoding declaration: {error.msg}") from None
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as error:
+        raise SourceError(_decode_error_message(data, encoding, error)) from None
+    except LookupError:  # detect_encoding checks the codec, but be safe with odd codecs
+        raise SourceError(f"bad encoding declaration: unknown encoding {encoding!r}") from None
+
+
+def _decode_error_message(data: bytes, encoding: str, error: UnicodeDecodeError) -> str:
+    line = data.count(b"\n", 0, error.start) + 1
+    column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
+    if encoding == "utf-8-sig":
+        how = "utf-8 (file starts with a UTF-8 BOM)"
+    elif _has_cookie(data):
+        how = f"{codecs.lookup(encoding).name} (declared by PEP 263 coding cookie)"
+    else:
+        how = "utf-8 (no PEP 263 coding cookie, so Python reads it as utf-8)"
+    return (
+        f"could not decode as {how}: {error.reason} "
+        f"(byte {error.object[error.start:error.start + 1]!r}) at line {line}, column {column}"
+    )
+
+
+# The PEP 263 pattern, as tokenize uses it; the cookie may only sit on line 1 or 2.
+_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*[-\w.]+")
+
+
+def _has_cookie(data: bytes) -> bool:
+    return any(_COOKIE.match(line) for line in data.splitlines()[:2])
