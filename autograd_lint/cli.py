@@ -75,6 +75,7 @@ def _main(argv: list[str]) -> int:
     if args.statistics and args.format != "text":
         raise UsageError(f"--statistics prints a text table; it cannot be combined with --format {args.format}")
 
+    start = time.perf_counter()
     paths = args.paths or ["."]
     config = _load_config(args, paths[0])
     selection = Selection.from_layers([config.selector_layer(), _cli_layer(args)])
@@ -89,7 +90,6 @@ def _main(argv: list[str]) -> int:
         _warn(f"no Python files found under {', '.join(paths)}")
 
     max_file_size = args.max_file_size or config.max_file_size or DEFAULT_MAX_FILE_SIZE
-    start = time.perf_counter()
     results = _lint(discovered.files, selection_for, max_file_size)
     run = LintRun(results=results, seconds=time.perf_counter() - start)
 

@@ -40,7 +40,7 @@ def format_size(n_bytes: int) -> str:
         return f"{n_bytes / (1024 * 1024):.1f} MB"
     if n_bytes >= 1024:
         return f"{n_bytes / 1024:.1f} KB"
-    return f"{n_bytes} bytes"
+    return f"{n_bytes} byte{'' if n_bytes == 1 else 's'}"
 
 
 def too_large_message(size: int, max_bytes: int) -> str:

@@ -320,6 +320,11 @@ class FunctionModel:
         tensor_attrs = self.tensor_ctx_attributes if method.name == "backward" else set()
 
         def tensor_sources(node: cst.BaseExpression) -> Optional[T]:
+            if method.name == "setup_context" and isinstance(node, cst.Subscript):
+                position = _constant_index(node, method)  # inputs[1] is forward's second input
+                inputs = self.inputs or []
+                if position is not None and position < len(inputs):
+                    return self.input_tensorness.get(inputs[position].name, T.UNKNOWN)
             if isinstance(node, cst.Subscript) and any(
                 is_ctx_attr(node.value, ctx_names, a) for a in SAVED_TENSORS
             ):
@@ -493,3 +498,13 @@ def _is_saved_tensors_source(value, ctx_names, assignments) -> bool:
 
 def _is_inputs_param(value, method: Method) -> bool:
     return isinstance(value, cst.Name) and len(method.params) >= 2 and value.value == method.params[1].name
+
+
+def _constant_index(node: cst.Subscript, setup_context: Method) -> Optional[int]:
+    """``inputs[1]`` inside setup_context -> 1 (the name of its second parameter, subscripted)."""
+    if not (_is_inputs_param(node.value, setup_context) and len(node.slice) == 1):
+        return None
+    index = node.slice[0].slice
+    if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
+        return int(index.value.value)
+    return None

@@ -223,18 +223,29 @@ def _site(node: ast.AST) -> CallSite:
 def _collect_calls(
     index: ModuleIndex, calls: list[ast.Call], function_names: set[str], function_defs: dict[str, ast.AST]
 ) -> None:
+    # `GradReverse = GradReverse.apply`: after that, calling the name calls apply.
+    rebound = {
+        target.id
+        for statement in index.tree.body
+        if isinstance(statement, (ast.Assign, ast.AnnAssign))
+        for target in (statement.targets if isinstance(statement, ast.Assign) else [statement.target])
+        if isinstance(target, ast.Name)
+    }
     for call in calls:
         func = dotted_name(call.func)
         if func is None:
             continue
         parts = func.split(".")
-        if len(parts) == 2 and parts[1] == "apply" and parts[0] in function_names:
+        if len(parts) == 2 and parts[1] == "apply":
+            # Recorded for any name: the class may be defined in another linted file. Keyed by the
+            # class's own name (`from ops import MyFn as F; F.apply(...)` counts for MyFn).
             countable = not any(isinstance(a, ast.Starred) for a in call.args) and not any(
                 k.arg is None for k in call.keywords
             )
             count = len(call.args) + len(call.keywords) if countable else None
-            index.apply_arg_counts.setdefault(parts[0], []).append(count)
-        elif len(parts) == 1 and func in function_names:
+            class_name = index.imports.names.get(parts[0], parts[0]).rsplit(".", 1)[-1]
+            index.apply_arg_counts.setdefault(class_name, []).append(count)
+        elif len(parts) == 1 and func in function_names and func not in rebound:
             index.instantiations.append((func, _site(call)))
         qualified = index.imports.qualify(func)
         if qualified in GRADCHECK_NAMES or (

@@ -92,6 +92,7 @@ _NON_TENSOR_ANNOTATION = re.compile(
     r"typing\.\w+|Literal)\b"
 )
 _TENSOR_ANNOTATION = re.compile(r"\bTensor\b")
+_OTHER_TYPE_IN_ANNOTATION = re.compile(r"\b(int|float|bool|str|complex|tuple|list|Tuple|List|Sequence|dict|Dict)\b")
 
 # Methods whose positional arguments after the receiver are dims/sizes, not tensors.
 _DIM_TAKING_METHODS = frozenset(
@@ -278,7 +279,11 @@ def judge_parameter(
     """Tensor-ness of a forward input: annotation and default first, then how forward uses it,
     then its name. Inputs are presumed tensors unless something says otherwise (rules.md)."""
     if annotation:
-        if _TENSOR_ANNOTATION.search(annotation):
+        mentions_tensor = _TENSOR_ANNOTATION.search(annotation) is not None
+        mentions_other = _OTHER_TYPE_IN_ANNOTATION.search(annotation) is not None
+        if mentions_tensor and mentions_other:
+            return T.UNKNOWN  # Union[int, Tensor]
+        if mentions_tensor:
             return T.TENSOR
         if _NON_TENSOR_ANNOTATION.match(annotation):
             return T.NOT_TENSOR

@@ -17,8 +17,9 @@ def returned_values(value: Optional[cst.BaseExpression], judge: TensorJudge) -> 
     """The values a ``return`` gives PyTorch, one per gradient, or None when they cannot be counted.
 
     A tuple literal gives its elements; a bare ``return`` one ``None`` (listed as None); a list
-    literal, a constant or an expression that is certainly a tensor one value. A name, a call,
-    a subscript or a starred tuple cannot be counted (rules.md).
+    literal, a constant or an expression that is certainly a tensor one value (a name only when it
+    is certainly a tensor, like an untouched ``grad_output``). Other names, calls, subscripts and
+    starred tuples cannot be counted (rules.md).
     """
     if value is None or is_none(value):
         return [None]
@@ -34,8 +35,8 @@ def returned_values(value: Optional[cst.BaseExpression], judge: TensorJudge) -> 
     if isinstance(value, (cst.List, cst.ListComp, cst.Integer, cst.Float, cst.SimpleString,
                           cst.UnaryOperation, cst.Comparison)):
         return [value]
-    if isinstance(value, cst.BinaryOperation) and judge(value) is T.TENSOR:
-        return [value]
+    if isinstance(value, (cst.BinaryOperation, cst.Name)) and judge(value) is T.TENSOR:
+        return [value]  # `grad_out * 2`, or a name that is certainly one tensor (not a tuple)
     return None
 
 

@@ -6,7 +6,7 @@ from typing import Iterator, Optional
 
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.findings import Finding
-from autograd_lint.rules._common import all_outputs_non_differentiable, is_stub, plural, raises_only, returned_values
+from autograd_lint.rules._common import all_outputs_non_differentiable, plural, raises_only, returned_values
 
 CODE = "AGL101"
 
@@ -14,7 +14,7 @@ CODE = "AGL101"
 def check(module: ModuleAnalysis) -> Iterator[Finding]:
     for model in module.classes:
         backward, inputs = model.own("backward"), model.inputs
-        if backward is None or inputs is None or is_stub(backward) or all_outputs_non_differentiable(model):
+        if backward is None or inputs is None or all_outputs_non_differentiable(model):
             continue
         required = sum(1 for p in inputs if not p.has_default)
         if model.style == "new":
