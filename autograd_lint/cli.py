@@ -18,7 +18,7 @@ from typing import Optional, Sequence, TextIO
 
 from autograd_lint import __version__
 from autograd_lint.config import Config, ConfigError, empty_config, find_config, load_config
-from autograd_lint.discovery import MissingPathError, discover, exclude_spec
+from autograd_lint.discovery import discover, exclude_spec, missing_paths
 from autograd_lint.explain import ExplainError, explain
 from autograd_lint.report import FORMATS, LintRun, statistics
 from autograd_lint.report.text import summary_line
@@ -44,10 +44,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return _main(list(sys.argv[1:] if argv is None else argv))
     except (UsageError, ConfigError, SelectorError, ExplainError) as error:
         _error(str(error))
-        return EXIT_ERROR
-    except MissingPathError as error:
-        for path in error.paths:
-            _error(f"{path}: no such file or directory")
         return EXIT_ERROR
     except BrokenPipeError:
         # `autograd-lint src | head`: the reader has gone; stop quietly like other tools.
@@ -77,6 +73,11 @@ def _main(argv: list[str]) -> int:
 
     start = time.perf_counter()
     paths = args.paths or ["."]
+    missing = missing_paths(paths)
+    for path in missing:
+        _error(f"{path}: no such file or directory")
+    if missing:
+        return EXIT_ERROR
     config = _load_config(args, paths[0])
     selection = Selection.from_layers([config.selector_layer(), _cli_layer(args)])
     selection_for = PerFileSelection(selection, config.per_file_ignores, config.root)

@@ -29,12 +29,6 @@ DEFAULT_EXCLUDE = (
 )
 
 
-class MissingPathError(Exception):
-    def __init__(self, paths: Sequence[str]) -> None:
-        super().__init__(", ".join(paths))
-        self.paths = list(paths)
-
-
 @dataclass
 class Discovered:
     files: list[str] = field(default_factory=list)
@@ -55,12 +49,12 @@ def exclude_spec(exclude: Optional[Sequence[str]], extend_exclude: Sequence[str]
 
 
 def discover(paths: Sequence[str], spec, root: str) -> Discovered:
-    """The files to lint, in command-line order, each directory's files sorted."""
-    missing = missing_paths(paths)
-    if missing:
-        raise MissingPathError(missing)
+    """The files to lint, in command-line order, each directory's files sorted.
+
+    Check ``missing_paths`` first: a path that does not exist is taken for a file here.
+    """
     found = Discovered()
-    seen: set[str] = set()
+    seen: set[object] = set()
     root = os.path.abspath(root)
     for path in paths:
         if os.path.isdir(path):
@@ -68,31 +62,39 @@ def discover(paths: Sequence[str], spec, root: str) -> Discovered:
         else:
             candidates = iter([path])
         for candidate in candidates:
-            identity = os.path.realpath(candidate)
+            identity = _identity(candidate)
             if identity not in seen:
                 seen.add(identity)
                 found.files.append(candidate)
     return found
 
 
+def _identity(path: str) -> object:
+    """The same for every path that reaches one file (links included): its device and inode."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return path  # a broken link or an unreadable path: the engine reports it as named
+    return (info.st_dev, info.st_ino)
+
+
 def _walk(top: str, spec, root: str, warnings: list[str]) -> Iterator[str]:
-    base = root
-    if _is_excluded(spec, relative_to_root(top, root), is_dir=True):
-        base = os.path.abspath(top)  # explicitly named, though excluded: match below it only
+    top_relative = relative_to_root(top, root)
+    if _is_excluded(spec, top_relative, is_dir=True):
+        top_relative = ""  # explicitly named, though excluded: match below it only
 
     def report(error: OSError) -> None:
         warnings.append(f"cannot list directory {error.filename}: {error.strerror}")
 
     # followlinks=False: a symlinked directory is listed but never entered.
     for dirpath, dirnames, filenames in os.walk(top, onerror=report, followlinks=False):
-        dirnames[:] = sorted(
-            name for name in dirnames
-            if not _is_excluded(spec, relative_to_root(os.path.join(dirpath, name), base), True)
-        )
+        # Relative paths are built by joining names, not recomputed per entry (large trees).
+        below_top = os.path.relpath(dirpath, top).replace(os.sep, "/")
+        prefix = "".join(part + "/" for part in (top_relative, below_top) if part not in ("", "."))
+        dirnames[:] = sorted(name for name in dirnames if not _is_excluded(spec, prefix + name, True))
         for name in sorted(filenames):
-            path = os.path.join(dirpath, name)
-            if name.endswith(".py") and not _is_excluded(spec, relative_to_root(path, base), False):
-                yield path
+            if name.endswith(".py") and not _is_excluded(spec, prefix + name, False):
+                yield os.path.join(dirpath, name)
 
 
 def _is_excluded(spec, relative: str, is_dir: bool) -> bool:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional, Protocol, Sequence
 
 from autograd_lint.analysis.module import analyse_module
-from autograd_lint.analysis.precheck import may_define_function, may_hold_facts
+from autograd_lint.analysis.precheck import may_define_function, may_subclass, may_use_functions, names_pattern
 from autograd_lint.analysis.project import FileFacts, ProjectFacts, facts_from_index
 from autograd_lint.analysis.module_index import build_module_index
 from autograd_lint.findings import Finding
@@ -52,7 +52,7 @@ def lint_paths(paths: Sequence[str], selection_for: Callable[[str], Selection]) 
     Unreadable or unparsable files give one AGL000 finding; nothing here raises for bad input.
     """
     sources = [_load(path) for path in paths]
-    project = ProjectFacts.merge(_facts(s) for s in sources)
+    project = _gather_project_facts(sources)
     return [_lint_source(source, selection_for(source.path), project) for source in sources]
 
 
@@ -60,21 +60,51 @@ def lint_text(path: str, text: str, selection: Selection, project: Optional[Proj
               honour_noqa: bool = True) -> FileResult:
     """Lint one file's text on its own (the flake8 plugin's entry point)."""
     source = _Source(path, text)
-    _parse(source)
     if project is None:
-        project = ProjectFacts.merge([_facts(source)])
+        project = _gather_project_facts([source])
+    elif may_define_function(text) or may_use_functions(text, names_pattern(project.function_names)):
+        _parse(source)
     return _lint_source(source, selection, project, honour_noqa)
 
 
 def _load(path: str) -> _Source:
     try:
-        text = read_source(path)
+        return _Source(path, read_source(path, max_bytes=None))  # the CLI already applied the size limit
     except SourceError as error:
         return _Source(path, error=_agl000(path, error.message))
-    source = _Source(path, text)
-    if may_hold_facts(text):
-        _parse(source)
-    return source
+
+
+def _gather_project_facts(sources: list[_Source]) -> ProjectFacts:
+    """Parse (with ast) exactly the files that can matter, and merge what they say.
+
+    1. files whose class statements name a ``...Function`` base;
+    2. then, until nothing changes, files subclassing a Function class found so far;
+    3. then files that call gradcheck or name one of the project's Function classes.
+    """
+    facts: dict[int, FileFacts] = {}
+
+    def parse_into_facts(i: int) -> None:
+        _parse(sources[i])
+        facts[i] = _facts(sources[i])
+
+    readable = [i for i, s in enumerate(sources) if s.text is not None]
+    for i in readable:
+        if may_define_function(sources[i].text):
+            parse_into_facts(i)
+    project = ProjectFacts.merge(facts.values())
+    while True:
+        bases = names_pattern(project.function_names)
+        new = [i for i in readable if i not in facts and may_subclass(sources[i].text, bases)]
+        if not new:
+            break
+        for i in new:
+            parse_into_facts(i)
+        project = ProjectFacts.merge(facts.values())
+    names = names_pattern(project.function_names)
+    for i in readable:
+        if i not in facts and may_use_functions(sources[i].text, names):
+            parse_into_facts(i)
+    return ProjectFacts.merge(facts.values())
 
 
 def _parse(source: _Source) -> None:
@@ -94,14 +124,12 @@ def _facts(source: _Source) -> FileFacts:
 
 def _lint_source(source: _Source, selection: Selection, project: ProjectFacts, honour_noqa: bool = True) -> FileResult:
     result = FileResult(source.path)
-    if source.error is None and source.tree is None and may_define_function(source.text, project.function_names):
-        _parse(source)  # it names a Function class of the project (e.g. instantiates one)
     if source.error is not None:
         if selection.is_enabled("AGL000"):
             result.findings.append(source.error)
         return result
     if source.tree is None:
-        return result  # the text check says nothing here can matter
+        return result  # the text checks say nothing here can matter
     try:
         module = analyse_module(source.path, source.text, source.tree, project)
     except Exception:  # noqa: BLE001 - a bug of ours must not stop the run

@@ -132,7 +132,7 @@ class PerFileSelection:
         per_file_ignores: Sequence[tuple[str, tuple[str, ...]]] = (),
         root: Optional[Path] = None,
     ) -> None:
-        import pathspec  # only needed when there are per-file-ignores
+        import pathspec  # here, not at the top: --help, --version and --explain never need it
 
         self.base = base
         self.root = os.path.abspath(root or os.getcwd())
@@ -151,4 +151,3 @@ class PerFileSelection:
         relative = relative_to_root(path, self.root)
         ignored = [code for spec, codes in self._rules if spec.match_file(relative) for code in codes]
         return self.base.without(ignored) if ignored else self.base
-

@@ -8,7 +8,6 @@ FIFOs, binary data, oversized files and undecodable bytes are all SourceErrors.
 
 from __future__ import annotations
 
-import codecs
 import io
 import os
 import re
@@ -92,32 +91,39 @@ def _read_bytes(path: str, max_bytes: Optional[int]) -> bytes:
 
 def decode_source(data: bytes) -> str:
     """Decode source bytes as Python does: BOM, then PEP 263 cookie, then UTF-8."""
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    except SyntaxError as error:
-        # An unknown codec in the cookie, or a cookie that contradicts the BOM.
-        raise SourceError(f"bad encoding declaration: {error.msg}") from None
+    encoding, origin = _detect_encoding(data)
     try:
         return data.decode(encoding)
     except UnicodeDecodeError as error:
-        raise SourceError(_decode_error_message(data, encoding, error)) from None
-    except LookupError:  # detect_encoding checks the codec, but be safe with odd codecs
-        raise SourceError(f"bad encoding declaration: unknown encoding {encoding!r}") from None
+        line = data.count(b"\n", 0, error.start) + 1
+        column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
+        raise SourceError(
+            f"could not decode as {origin}: {error.reason} "
+            f"(byte {error.object[error.start:error.start + 1]!r}) at line {line}, column {column}"
+        ) from None
+    except LookupError as error:  # a cookie naming a codec that is not a text encoding (rot13)
+        raise SourceError(f"bad encoding declaration: {error}") from None
 
 
-def _decode_error_message(data: bytes, encoding: str, error: UnicodeDecodeError) -> str:
-    line = data.count(b"\n", 0, error.start) + 1
-    column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
+_NO_COOKIE = "utf-8 (no PEP 263 coding cookie, so Python reads it as utf-8)"
+
+
+def _detect_encoding(data: bytes) -> tuple[str, str]:
+    """The codec Python would use, and how it was chosen (for the error message)."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as error:
+        # tokenize gives up early when line 1 or 2 is not UTF-8 and declares nothing; decoding
+        # as UTF-8 then fails too, with the line and column the user needs.
+        if "invalid or missing encoding declaration" in str(error.msg):
+            return "utf-8", _NO_COOKIE
+        # An unknown codec in the cookie, or a cookie that contradicts the BOM.
+        raise SourceError(f"bad encoding declaration: {error.msg}") from None
     if encoding == "utf-8-sig":
-        how = "utf-8 (file starts with a UTF-8 BOM)"
-    elif _has_cookie(data):
-        how = f"{codecs.lookup(encoding).name} (declared by PEP 263 coding cookie)"
-    else:
-        how = "utf-8 (no PEP 263 coding cookie, so Python reads it as utf-8)"
-    return (
-        f"could not decode as {how}: {error.reason} "
-        f"(byte {error.object[error.start:error.start + 1]!r}) at line {line}, column {column}"
-    )
+        return encoding, "utf-8 (the file starts with a UTF-8 BOM)"
+    if _has_cookie(data):
+        return encoding, f"{encoding} (declared by PEP 263 coding cookie)"
+    return encoding, _NO_COOKIE
 
 
 # The PEP 263 pattern, as tokenize uses it; the cookie may only sit on line 1 or 2.

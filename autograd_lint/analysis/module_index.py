@@ -256,10 +256,11 @@ def _collect_calls(
 
 def _gradcheck_call(call: ast.Call, name: str, index: ModuleIndex, function_defs: dict[str, ast.AST]) -> GradcheckCall:
     site = _site(call)
-    checked = call.args[0] if call.args else _keyword(call, "func")
-    reached: set[str] = set()
-    if checked is not None:
-        reached = _names_reached(checked, index, function_defs)
+    # What the check reaches: every name in the enclosing function (a test usually builds its
+    # callable there: `op = MyFn.apply`), or in the call itself at module level. Over-approximating
+    # only makes AGL502 quieter.
+    scope = _enclosing_scope(index.tree, call)
+    reached = _names_reached(scope if scope is not index.tree else call, index, function_defs)
     inputs = call.args[1] if len(call.args) > 1 else _keyword(call, "inputs")
     return GradcheckCall(
         site.line, site.column, site.end_line, site.end_column,
@@ -280,6 +281,8 @@ def _names_reached(node: ast.AST, index: ModuleIndex, function_defs: dict[str, a
     """Every name the checked callable refers to, following aliases and local helper functions once."""
     reached: set[str] = set()
     for sub in ast.walk(node):
+        if isinstance(sub, ast.Attribute):
+            reached.add(sub.attr)  # `ops.MyFn.apply`
         if isinstance(sub, ast.Name):
             reached.add(sub.id)
             if sub.id in index.aliases:
@@ -306,8 +309,10 @@ def _builds_float32(inputs: ast.AST, index: ModuleIndex, gradcheck: ast.Call) ->
     Looks at the input expressions themselves and, for names, at their single assignment in the
     same function (or module). Anything it cannot see makes it answer False (precision first).
     """
-    elements = inputs.elts if isinstance(inputs, (ast.Tuple, ast.List)) else [inputs]
     scope = _enclosing_scope(index.tree, gradcheck)
+    if isinstance(inputs, ast.Name):  # `inputs = (a, b)` then gradcheck(f, inputs)
+        inputs = _single_assignment(scope, inputs.id, gradcheck) or inputs
+    elements = inputs.elts if isinstance(inputs, (ast.Tuple, ast.List)) else [inputs]
     for element in elements:
         if isinstance(element, ast.Name):
             element = _single_assignment(scope, element.id, gradcheck)

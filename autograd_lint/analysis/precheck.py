@@ -1,8 +1,8 @@
 """The cheap text checks that decide whether a file is worth parsing at all.
 
-Reading bytes costs ~0.07 s for all of torch; parsing costs seconds. A file that never mentions
-``Function`` (or a Function class of the project) cannot define one, and one that never mentions
-``gradcheck`` or ``.apply(`` adds nothing to the project-wide facts.
+Reading bytes costs ~0.07 s for all of torch; parsing costs seconds. A file can define a
+Function class only if some ``class X(...)`` statement names ``...Function`` (or a Function
+class of the project) among its bases; it can use one only if it names one.
 """
 
 from __future__ import annotations
@@ -10,16 +10,44 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-_FACT_WORDS = re.compile(r"Function|gradcheck|\.apply\(")
+# `class X(Function)`, `class X(ag.Function)`, `class X(InplaceFunction, metaclass=M)`; the
+# bases may span lines ([^)] matches newlines). Deliberately loose: a false hit only costs a parse.
+_FUNCTION_CLASS = re.compile(r"^[ \t]*class[ \t]+\w+[ \t]*\([^)]*Function", re.M)
 
 
-def may_define_function(text: str, project_function_names: Iterable[str] = ()) -> bool:
-    """Could ``text`` hold a Function class, or use one of the project's (by name)?"""
-    if "Function" in text:
+def may_define_function(text: str) -> bool:
+    """Could ``text`` define a class deriving from torch's Function directly?"""
+    return "Function" in text and _FUNCTION_CLASS.search(text) is not None
+
+
+def names_pattern(names: Iterable[str]) -> "re.Pattern[str] | None":
+    """A regex matching any of ``names`` as a whole word (None when there are none)."""
+    names = sorted(set(names))
+    if not names:
+        return None
+    return re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\b")
+
+
+def may_subclass(text: str, base_names: "re.Pattern[str] | None") -> bool:
+    """Could ``text`` define a subclass of one of the project's Function classes?"""
+    if base_names is None or "class" not in text:
+        return False
+    for match in re.finditer(r"^[ \t]*class[ \t]+\w+[ \t]*\(([^)]*)\)", text, re.M):
+        if base_names.search(match.group(1)):
+            return True
+    return False
+
+
+def may_use_functions(text: str, function_names: "re.Pattern[str] | None") -> bool:
+    """Could ``text`` call gradcheck or use a Function class of another file? Using one from
+    another file means importing it (then ``.apply`` or instantiating it) or ``X.apply(...)``."""
+    if "gradcheck" in text:
         return True
-    return any(name in text for name in project_function_names)
-
-
-def may_hold_facts(text: str) -> bool:
-    """Could ``text`` contribute project-wide facts (Function classes, gradcheck calls, .apply)?"""
-    return _FACT_WORDS.search(text) is not None
+    if function_names is None:
+        return False
+    for match in function_names.finditer(text):
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        line = text[line_start : text.find("\n", match.end()) if "\n" in text[match.end():] else len(text)]
+        if text.startswith(".apply", match.end()) or re.match(r"\s*(from|import)\b", line):
+            return True
+    return False

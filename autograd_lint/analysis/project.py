@@ -22,6 +22,9 @@ class FileFacts:
     classes: list[tuple[str, list[str], bool]] = field(default_factory=list)
     apply_arg_counts: dict[str, list[Optional[int]]] = field(default_factory=dict)
     gradchecked_names: set[str] = field(default_factory=set)
+    # module-level function -> Function classes it applies (`def cube(x): return Cube.apply(x)`),
+    # so a gradcheck of the helper in another file reaches the class.
+    helpers: dict[str, set[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -50,6 +53,12 @@ class ProjectFacts:
             for name, counts in facts.apply_arg_counts.items():
                 apply_counts.setdefault(name, []).extend(counts)
             gradchecked |= facts.gradchecked_names
+        helpers: dict[str, set[str]] = {}
+        for facts in all_facts:
+            for name, applied in facts.helpers.items():
+                helpers.setdefault(name, set()).update(applied)
+        for _ in range(2):  # helpers calling helpers, two levels
+            gradchecked |= {c for name in list(gradchecked) for c in helpers.get(name, ())}
         return cls(
             function_names=frozenset(function_names),
             subclassed_names=frozenset(subclassed & function_names),
@@ -73,4 +82,13 @@ def facts_from_index(index: ModuleIndex) -> FileFacts:
     facts.apply_arg_counts = {k: list(v) for k, v in index.apply_arg_counts.items()}
     for call in index.gradcheck_calls:
         facts.gradchecked_names |= call.reached_names
+    for statement in index.tree.body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            applied = {
+                node.value.id
+                for node in ast.walk(statement)
+                if isinstance(node, ast.Attribute) and node.attr == "apply" and isinstance(node.value, ast.Name)
+            }
+            if applied:
+                facts.helpers[statement.name] = applied
     return facts

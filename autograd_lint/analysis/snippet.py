@@ -25,15 +25,21 @@ class Span:
 class ParsedClass:
     """A class statement parsed by libcst, with file positions for its nodes."""
 
-    def __init__(self, class_node: cst.ClassDef, positions, line_offset: int, column_offset: int,
+    def __init__(self, module: cst.Module, line_offset: int, column_offset: int,
                  dedented_lines: frozenset[int]) -> None:
-        self.node = class_node
-        self._positions = positions
+        self.module = module
+        self.node = next(s for s in module.body if isinstance(s, cst.ClassDef))
+        self._positions = None
         self._line_offset = line_offset
         self._column_offset = column_offset
         self._dedented_lines = dedented_lines
 
     def span(self, node: cst.CSTNode) -> Span:
+        if self._positions is None:
+            # Computing positions re-generates the code of the whole class: only worth it for the
+            # few classes that have findings, so it waits until a rule asks.
+            wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
+            self._positions = wrapper.resolve(PositionProvider)
         code_range: CodeRange = self._positions[node]
         start, end = code_range.start, code_range.end
         return Span(
@@ -67,8 +73,4 @@ def parse_class(lines: list[str], node: ast.ClassDef) -> ParsedClass:
     source = "".join(snippet_lines)
     if not source.endswith("\n"):
         source += "\n"
-    module = cst.parse_module(source)
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    positions = wrapper.resolve(PositionProvider)
-    class_node = next(s for s in module.body if isinstance(s, cst.ClassDef))
-    return ParsedClass(class_node, positions, first - 1, indent, frozenset(dedented))
+    return ParsedClass(cst.parse_module(source), first - 1, indent, frozenset(dedented))

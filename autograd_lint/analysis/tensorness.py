@@ -86,11 +86,6 @@ NON_TENSOR_NAME = re.compile(
     r"return_\w+|compute_\w+|normalize|norm|norm_type|max_norm|\w+_mode|mesh|\w+_group|"
     r"stream|handle|k_size|window|window_size|head_dim|num_heads|heads)$"
 )
-_NON_TENSOR_ANNOTATION = re.compile(
-    r"^(Optional\[)?(int|float|bool|str|complex|bytes|tuple|list|dict|Tuple|List|Dict|Sequence|"
-    r"Callable|Iterable|Any|torch\.dtype|torch\.device|dtype|device|ProcessGroup|Optional|Union|"
-    r"typing\.\w+|Literal)\b"
-)
 _TENSOR_ANNOTATION = re.compile(r"\bTensor\b")
 _OTHER_TYPE_IN_ANNOTATION = re.compile(r"\b(int|float|bool|str|complex|tuple|list|Tuple|List|Sequence|dict|Dict)\b")
 
@@ -285,8 +280,8 @@ def judge_parameter(
             return T.UNKNOWN  # Union[int, Tensor]
         if mentions_tensor:
             return T.TENSOR
-        if _NON_TENSOR_ANNOTATION.match(annotation):
-            return T.NOT_TENSOR
+        if annotation.strip() not in ("Any", "typing.Any", "object"):
+            return T.NOT_TENSOR  # int, float, PackedSequence, ProcessGroup, ...
     if default is not None and not (isinstance(default, cst.Name) and default.value == "None"):
         return T.NOT_TENSOR
     if uses.as_tensor and uses.as_non_tensor:
@@ -374,7 +369,8 @@ def _call_uses(node: cst.Call, target, qualify: Callable[[str], str]) -> None:
             use = target(args[0].value)
             if use is not None:
                 use.as_tensor = True
-    if isinstance(node.func, cst.Attribute) and node.func.attr.value in _DIM_TAKING_METHODS:
+    if (isinstance(node.func, cst.Attribute) and node.func.attr.value in _DIM_TAKING_METHODS
+            and not qualified.startswith("torch")):  # x.sum(n), not torch.logsumexp(x, ...)
         for arg in args:
             use = target(arg.value)
             if use is not None:

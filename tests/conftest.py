@@ -1,0 +1,107 @@
+"""Shared test helpers: running the real CLI in a subprocess, and a file the engine must flag."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+# Two findings the analysis cannot miss: AGL201 on line 5, AGL101 on line 9.
+BUGGY_SOURCE = textwrap.dedent(
+    """\
+    import torch
+    class Bad(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, w):
+            ctx.x = x
+            return x * w
+        @staticmethod
+        def backward(ctx, g):
+            return g
+    """
+)
+
+CLEAN_SOURCE = "def add(a, b):\n    return a + b\n"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "needs_engine: asserts findings of the real analysis; fails while "
+        "autograd_lint/engine.py is the stub that finds nothing",
+    )
+
+
+def run_cli(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run ``python -m autograd_lint ARGS`` as a user would, from ``cwd``."""
+    environment = {**os.environ, **(env or {})}
+    environment["PYTHONPATH"] = os.pathsep.join(
+        [str(REPO_ROOT), *filter(None, [environment.get("PYTHONPATH")])]
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "autograd_lint", *args],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def run_in_process(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """``main(ARGS)`` in this process, from ``cwd``: the same code path as ``run_cli`` without
+    paying for a new interpreter and the parser import on every call (keeps the suite fast)."""
+    from autograd_lint.cli import main
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    previous = os.getcwd()
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            code = main(list(args))
+    finally:
+        os.chdir(previous)
+    return subprocess.CompletedProcess(["autograd-lint", *args], code, stdout.getvalue(), stderr.getvalue())
+
+
+@pytest.fixture
+def cli(tmp_path: Path):
+    """``cli(*args, cwd=tmp_path)``: run the CLI, by default in the test's temporary directory."""
+
+    def run(*args: str, cwd: Path | None = None, env: dict | None = None):
+        return run_cli(*args, cwd=cwd or tmp_path, env=env)
+
+    return run
+
+
+@pytest.fixture
+def cli_fast(tmp_path: Path):
+    """Like ``cli``, but calls ``main`` in this process (see ``run_in_process``)."""
+
+    def run(*args: str, cwd: Path | None = None):
+        return run_in_process(*args, cwd=cwd or tmp_path)
+
+    return run
+
+
+def write(path: Path, content: str | bytes = CLEAN_SOURCE) -> Path:
+    """Create ``path`` (and its directories) with ``content``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+    return path
+
+
+def assert_no_traceback(result: subprocess.CompletedProcess) -> None:
+    assert "Traceback" not in result.stderr, result.stderr
+    assert "Traceback" not in result.stdout, result.stdout
