@@ -148,8 +148,10 @@ def build_module_index(tree: ast.Module, project_function_names: frozenset[str] 
             imports.add(node)
         elif isinstance(node, ast.ClassDef):
             bases = [dotted_name(b) or "" for b in node.bases]
-            methods = {
+            methods = {  # defined with def, or assigned: `backward = staticmethod(_backward)`
                 s.name for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+            } | {
+                t.id for s in node.body if isinstance(s, ast.Assign) for t in s.targets if isinstance(t, ast.Name)
             }
             classes.append(ClassInfo(node, node.name, bases, [], methods=methods))
         elif isinstance(node, ast.Call):

@@ -91,4 +91,6 @@ def facts_from_index(index: ModuleIndex) -> FileFacts:
             }
             if applied:
                 facts.helpers[statement.name] = applied
+    for alias, class_name in index.aliases.items():  # `cube = Cube.apply`
+        facts.helpers.setdefault(alias, set()).add(class_name)
     return facts

@@ -17,7 +17,7 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
         forward = model.forward
         if forward is None or model.unknown_base or raises_only(forward):
             continue
-        if any(model.method(name) for name in ("backward", "vjp")):
+        if any(model.method(name) or name in model.info.methods for name in ("backward", "vjp")):
             continue
         if model.name in module.project.subclassed_names or model.name in local_bases:
             continue  # a base class: its subclasses provide backward
