@@ -9,27 +9,27 @@ reported must equal the set of markers: nothing missing, nothing extra.
 
 from __future__ import annotations
 
-import functools
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from autograd_lint.catalogue import RULES
+from conftest import REPO_ROOT as ROOT
+from conftest import run_cli
 
-ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
-FIXTURE_DIRS = sorted(p for p in FIXTURES.glob("AGL*") if p.is_dir())
+FIXTURE_DIRS = sorted(p for p in FIXTURES.glob("AGL*") if p.is_dir())  # not fixtures/realistic
 MARKER = re.compile(r"#\s*expect:\s*([A-Z0-9, ]+)")
 STATIC_CODES = sorted(code for code, info in RULES.items() if info.static)
 
 
-def read_text(path: Path) -> str:
-    # Markers are ASCII; decode leniently so latin-1 / BOM / unparsable fixtures read too.
-    return path.read_bytes().decode("utf-8", errors="replace")
+def source_lines(path: Path) -> list[str]:
+    """The file's lines as Python numbers them (\n, \r\n or \r). Markers are ASCII, so decode
+    leniently: latin-1, BOM and unparsable fixtures read too."""
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
 def source_files(directory: Path) -> list[Path]:
@@ -39,7 +39,7 @@ def source_files(directory: Path) -> list[Path]:
 def markers_in(path: Path, directory: Path) -> set[tuple[str, int, str]]:
     rel = path.relative_to(directory).as_posix()
     found = set()
-    for lineno, line in enumerate(read_text(path).splitlines(), start=1):
+    for lineno, line in enumerate(source_lines(path), start=1):
         match = MARKER.search(line)
         if match:
             for code in match.group(1).split(","):
@@ -55,28 +55,11 @@ def expected_findings(directory: Path) -> set[tuple[str, int, str]]:
     return expected
 
 
-@functools.lru_cache(maxsize=None)
-def cache_flags() -> tuple[str, ...]:
-    """`--no-cache` once the CLI has a cache (so stale results never hide a change here)."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "autograd_lint", "--help"], cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
-    return ("--no-cache",) if "--no-cache" in proc.stdout else ()
+def lint(code: str, directory: Path):
+    """The real CLI over the whole directory, as a user types it (relative path, from the root).
 
-
-def run_cli(code: str, directory: Path) -> subprocess.CompletedProcess:
-    cmd = [
-        sys.executable,
-        "-m",
-        "autograd_lint",
-        "--format",
-        "json",
-        *cache_flags(),
-        "--extend-select",
-        code,
-        directory.relative_to(ROOT).as_posix(),
-    ]
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    No `--no-cache`: the CLI has no cache yet (add the flag here when it gets one)."""
+    return run_cli("--format", "json", "--extend-select", code, directory.relative_to(ROOT).as_posix(), cwd=ROOT)
 
 
 def relative_to_fixture(path: str, directory: Path) -> str:
@@ -93,7 +76,7 @@ def source_line(directory: Path, rel: str, lineno: int) -> str:
     path = directory / rel
     if not path.is_file():
         return "<no such file>"
-    lines = read_text(path).splitlines()
+    lines = source_lines(path)
     return lines[lineno - 1].strip() if 0 < lineno <= len(lines) else "<no such line>"
 
 
@@ -110,7 +93,7 @@ def describe(directory: Path, items: set[tuple[str, int, str]], messages: dict) 
 def test_fixture_findings_match_markers(directory: Path) -> None:
     code = directory.name
     expected = expected_findings(directory)
-    proc = run_cli(code, directory)
+    proc = lint(code, directory)
     try:
         report = json.loads(proc.stdout)
     except json.JSONDecodeError:

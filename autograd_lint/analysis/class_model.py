@@ -163,6 +163,8 @@ class FunctionModel:
             return None
         if self.style == "legacy":
             return forward.params[1:]
+        if forward.params and forward.params[0].name == "ctx":
+            return None  # new style with a forward that still takes ctx (AGL106): inputs unclear
         return forward.params
 
     @cached_property
@@ -172,8 +174,8 @@ class FunctionModel:
             return {}
         uses = collect_parameter_uses(self.forward.nodes, {p.name for p in inputs}, self.qualify)
         return {
-            p.name: judge_parameter(p.name, p.annotation, p.default, uses[p.name], i == 0)
-            for i, p in enumerate(inputs)
+            p.name: judge_parameter(p.name, p.annotation, p.default, uses[p.name])
+            for p in inputs
         }
 
     @cached_property

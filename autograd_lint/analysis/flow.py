@@ -284,6 +284,8 @@ class AliasTracker:
         if isinstance(func, cst.Attribute):
             method = func.attr.value
             if method.endswith("_") and not method.startswith("_") and method not in NOT_VALUE_WRITES:
+                if method == "copy_" and _same_expression(call.args[0].value if call.args else None, func.value):
+                    return None  # `t.copy_(t)` writes nothing new
                 name = self.tracked(func.value, aliases)
                 if name and not _is_module_path(func.value, self.qualify):
                     return name, f"{method}()"
@@ -345,3 +347,7 @@ def _expression_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
         if not isinstance(current, cst.Lambda):
             stack.extend(reversed(current.children))
     return result
+
+
+def _same_expression(a, b) -> bool:
+    return a is not None and b is not None and a.deep_equals(b)

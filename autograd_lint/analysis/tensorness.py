@@ -84,8 +84,10 @@ NON_TENSOR_NAME = re.compile(
     r"world_size|rank|level|verbose|debug|approximate|sparse|bidirectional|batch_first|"
     r"align_corners|interpolation|keepdim|unbiased|correction|descending|largest|sorted|"
     r"return_\w+|compute_\w+|normalize|norm|norm_type|max_norm|\w+_mode|mesh|\w+_group|"
-    r"stream|handle|k_size|window|window_size|head_dim|num_heads|heads)$"
+    r"stream|handle|k_size|window|window_size|head_dim|num_heads|heads|src|dst|op|reduce_op|"
+    r"\w+_sizes|sizes|\w+_splits|splits|tag|async_op)$"
 )
+AMBIGUOUS_NAME = re.compile(r"^(idx|index|i|j|start|end|step|pos|position|key)$")
 _TENSOR_ANNOTATION = re.compile(r"\bTensor\b")
 _OTHER_TYPE_IN_ANNOTATION = re.compile(r"\b(int|float|bool|str|complex|tuple|list|Tuple|List|Sequence|dict|Dict)\b")
 
@@ -244,16 +246,21 @@ def _is_method_on_local(name: str, judge: TensorJudge) -> bool:
     return head in judge.known or head in judge.assignments
 
 
+# Namespaces whose functions compute tensors from tensors (torch.exp, F.relu, torch.linalg.qr...).
+_TENSOR_NAMESPACES = ("torch", "torch.nn.functional", "torch.special", "torch.linalg", "torch.fft",
+                      "torch.sparse", "torch.Tensor")
+# Functions that return a tensor unrelated to the autograd graph (RNG state bytes).
+_STATE_TORCH_FUNCTIONS = frozenset({"get_rng_state", "get_rng_state_all"})
+
+
 def _torch_call(qualified: str) -> T:
-    last = qualified.rsplit(".", 1)[-1]
-    if last in NON_TENSOR_TORCH_FUNCTIONS or qualified.startswith(NON_TENSOR_TORCH_NAMESPACES):
-        return T.NOT_TENSOR if last in NON_TENSOR_TORCH_FUNCTIONS else T.UNKNOWN
-    if last in MULTI_RESULT or qualified.startswith("torch.nn.") and not qualified.startswith(
-        "torch.nn.functional."
-    ):
-        return T.UNKNOWN  # torch.nn.Linear(...) builds a module, torch.max may return a tuple
-    if last[:1].isupper():
-        return T.UNKNOWN  # a class: torch.Size handled above, others are unknown objects
+    namespace, _, last = qualified.rpartition(".")
+    if last in NON_TENSOR_TORCH_FUNCTIONS:
+        return T.NOT_TENSOR
+    if namespace not in _TENSOR_NAMESPACES or last in _STATE_TORCH_FUNCTIONS:
+        return T.UNKNOWN  # torch.cuda.*, torch.distributed.*, torch._higher_order_ops.utils.* ...
+    if last in MULTI_RESULT or last[:1].isupper() or last.startswith("_"):
+        return T.UNKNOWN  # torch.max may return a tuple; torch.Size/torch.nn.Linear build objects
     return T.TENSOR
 
 
@@ -269,10 +276,11 @@ def judge_parameter(
     annotation: Optional[str],
     default: Optional[cst.BaseExpression],
     uses: "ParameterUses",
-    is_first_input: bool,
+    by_name: bool = True,
 ) -> T:
     """Tensor-ness of a forward input: annotation and default first, then how forward uses it,
-    then its name. Inputs are presumed tensors unless something says otherwise (rules.md)."""
+    then (``by_name``) its name. Inputs are presumed tensors unless something says otherwise
+    (rules.md)."""
     if annotation:
         mentions_tensor = _TENSOR_ANNOTATION.search(annotation) is not None
         mentions_other = _OTHER_TYPE_IN_ANNOTATION.search(annotation) is not None
@@ -292,10 +300,12 @@ def judge_parameter(
         return T.NOT_TENSOR
     if default is not None:  # `=None` and never used as a tensor: an optional anything
         return T.UNKNOWN
-    if is_first_input:
+    if not by_name:
         return T.TENSOR
     if NON_TENSOR_NAME.match(name):
-        return T.NOT_TENSOR
+        return T.NOT_TENSOR  # `group`, `dim`, `src` (a rank): configuration, even as first input
+    if AMBIGUOUS_NAME.match(name):
+        return T.UNKNOWN  # `idx` is an int as often as an index tensor
     return T.TENSOR
 
 

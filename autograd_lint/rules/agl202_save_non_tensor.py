@@ -28,7 +28,7 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
                 if isinstance(value, cst.Name) and value.value in inputs and save.method.name == "forward":
                     # Only what the input's annotation, default or use says; not its name.
                     p = inputs[value.value]
-                    verdict = judge_parameter(p.name, p.annotation, p.default, uses[p.name], True)
+                    verdict = judge_parameter(p.name, p.annotation, p.default, uses[p.name], by_name=False)
                 else:
                     verdict = judge(value)
                 if verdict is T.NOT_TENSOR:
