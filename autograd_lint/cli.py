@@ -29,7 +29,7 @@ from autograd_lint.selection import (
     SelectorLayer,
     parse_selectors,
 )
-from autograd_lint.source import DEFAULT_MAX_FILE_SIZE, too_large_message
+from autograd_lint.source import DEFAULT_MAX_FILE_SIZE
 
 PROG = "autograd-lint"
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -207,23 +207,10 @@ def _cli_layer(args: argparse.Namespace) -> SelectorLayer:
 
 
 def _lint(files: list[str], selection_for: PerFileSelection, max_file_size: int) -> list:
-    """Run the engine on the files, reporting oversized ones as AGL000 without reading them."""
     # Imported here: the analysis (libcst) is not needed for --help, --version or --explain.
-    from autograd_lint.engine import FileResult, lint_paths
-    from autograd_lint.findings import Finding
+    from autograd_lint.engine import lint_paths
 
-    oversized: dict[str, FileResult] = {}
-    for path in files:
-        try:
-            size = os.stat(path).st_size
-        except OSError:
-            continue  # unreadable: the engine reports it as AGL000
-        if size > max_file_size:
-            finding = Finding(path, 1, 1, "AGL000", too_large_message(size, max_file_size))
-            enabled = selection_for(path).is_enabled("AGL000")
-            oversized[path] = FileResult(path=path, findings=[finding] if enabled else [])
-    linted = iter(lint_paths([path for path in files if path not in oversized], selection_for))
-    return [oversized[path] if path in oversized else next(linted) for path in files]
+    return lint_paths(files, selection_for, max_file_size)
 
 
 def _write_report(run: LintRun, args: argparse.Namespace, out: TextIO) -> None:

@@ -20,7 +20,7 @@ from autograd_lint.analysis.project import FileFacts, ProjectFacts, facts_from_i
 from autograd_lint.analysis.module_index import build_module_index
 from autograd_lint.findings import Finding
 from autograd_lint.rules import RULE_CHECKS
-from autograd_lint.source import SourceError, read_source
+from autograd_lint.source import DEFAULT_MAX_FILE_SIZE, SourceError, read_source
 from autograd_lint.suppression import apply_suppressions
 
 
@@ -45,13 +45,18 @@ class _Source:
     error: Optional[Finding] = None
 
 
-def lint_paths(paths: Sequence[str], selection_for: Callable[[str], Selection]) -> list[FileResult]:
+def lint_paths(
+    paths: Sequence[str],
+    selection_for: Callable[[str], Selection],
+    max_file_size: Optional[int] = DEFAULT_MAX_FILE_SIZE,
+) -> list[FileResult]:
     """Lint every file (already discovered) and return one result per file, in order.
 
     ``selection_for(path)`` gives the codes enabled for that file (select/ignore/per-file-ignores).
-    Unreadable or unparsable files give one AGL000 finding; nothing here raises for bad input.
+    Unreadable, oversized or unparsable files give one AGL000 finding; nothing here raises for
+    bad input.
     """
-    sources = [_load(path) for path in paths]
+    sources = [_load(path, max_file_size) for path in paths]
     project = _gather_project_facts(sources)
     return [_lint_source(source, selection_for(source.path), project) for source in sources]
 
@@ -67,9 +72,9 @@ def lint_text(path: str, text: str, selection: Selection, project: Optional[Proj
     return _lint_source(source, selection, project, honour_noqa)
 
 
-def _load(path: str) -> _Source:
+def _load(path: str, max_file_size: Optional[int]) -> _Source:
     try:
-        return _Source(path, read_source(path, max_bytes=None))  # the CLI already applied the size limit
+        return _Source(path, read_source(path, max_file_size))
     except SourceError as error:
         return _Source(path, error=_agl000(path, error.message))
 

@@ -17,7 +17,7 @@ import libcst as cst
 
 from autograd_lint.analysis.syntax import call_keyword, dotted, positional_args
 
-PathElement = Union[cst.BaseSmallStatement, cst.BaseExpression]
+PathElement = Union[cst.BaseSmallStatement, cst.BaseExpression, cst.FunctionDef, cst.ClassDef]
 
 
 @dataclass
@@ -110,7 +110,8 @@ def _statement_paths(statement, paths: list[Path], limit: int) -> list[Path]:
             alternatives = closed + _block_paths(_body(statement.finalbody), open_paths, limit)
         return alternatives
     if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
-        return paths  # a nested definition runs nothing now
+        # A nested helper runs later, when called on this path: what it reads counts as read here.
+        return _extend(paths, statement)
     # match statements and anything newer: treat the body as opaque but keep the path going
     return paths
 
