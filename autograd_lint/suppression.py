@@ -9,7 +9,7 @@ from typing import Iterable, Optional
 from autograd_lint.findings import Finding
 
 # flake8's own pattern: codes are separated by commas and/or whitespace.
-_NOQA = re.compile(r"#\s*noqa(?::[\s]?(?P<codes>[A-Z][0-9]+(?:[,\s]+[A-Z][0-9]+)*))?", re.IGNORECASE)
+_NOQA = re.compile(r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 _NOQA_CODES = re.compile(r"[A-Z]+[0-9]+", re.IGNORECASE)
 _DISABLE = re.compile(r"#\s*autograd-lint:\s*disable=(?P<codes>[A-Z0-9, ]+)", re.IGNORECASE)
 
