@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional, Protocol, Sequence
 
 from autograd_lint.analysis.module import analyse_module
-from autograd_lint.analysis.precheck import may_define_function, may_subclass, may_use_functions, names_pattern
+from autograd_lint.analysis.precheck import may_define_function, may_subclass, may_use_functions, names_pattern, uses_pattern
 from autograd_lint.analysis.project import FileFacts, ProjectFacts, facts_from_index
 from autograd_lint.analysis.module_index import build_module_index
 from autograd_lint.findings import Finding
@@ -67,7 +67,7 @@ def lint_text(path: str, text: str, selection: Selection, project: Optional[Proj
     source = _Source(path, text)
     if project is None:
         project = _gather_project_facts([source])
-    elif may_define_function(text) or may_use_functions(text, names_pattern(project.function_names)):
+    elif may_define_function(text) or may_use_functions(text, uses_pattern(project.function_names)):
         _parse(source)
     return _lint_source(source, selection, project, honour_noqa)
 
@@ -105,9 +105,9 @@ def _gather_project_facts(sources: list[_Source]) -> ProjectFacts:
         for i in new:
             parse_into_facts(i)
         project = ProjectFacts.merge(facts.values())
-    names = names_pattern(project.function_names)
+    uses = uses_pattern(project.function_names)
     for i in readable:
-        if i not in facts and may_use_functions(sources[i].text, names):
+        if i not in facts and may_use_functions(sources[i].text, uses):
             parse_into_facts(i)
     return ProjectFacts.merge(facts.values())
 
@@ -124,7 +124,7 @@ def _parse(source: _Source) -> None:
 def _facts(source: _Source) -> FileFacts:
     if source.tree is None:
         return FileFacts()
-    return facts_from_index(build_module_index(source.tree))
+    return facts_from_index(build_module_index(source.tree, source.text))
 
 
 def _lint_source(source: _Source, selection: Selection, project: ProjectFacts, honour_noqa: bool = True) -> FileResult:

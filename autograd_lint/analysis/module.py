@@ -63,7 +63,7 @@ class ModuleAnalysis:
 
 
 def analyse_module(path: str, text: str, tree: ast.Module, project: ProjectFacts) -> ModuleAnalysis:
-    index = build_module_index(tree, project.function_names)
+    index = build_module_index(tree, text, project.function_names)
     lines = text.splitlines(keepends=True)
     analysis = ModuleAnalysis(path=path, lines=lines, index=index, project=project)
     local_models: dict[str, FunctionModel] = {}

@@ -9,6 +9,7 @@ per-class analysis then parses only those classes with libcst (see ``class_model
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -136,33 +137,22 @@ class ModuleIndex:
         return [c for c in self.classes if c.is_function]
 
 
-def build_module_index(tree: ast.Module, project_function_names: frozenset[str] = frozenset()) -> ModuleIndex:
-    """Index ``tree``. ``project_function_names`` are Function classes defined in other linted files."""
-    imports = ImportMap()
-    classes: list[ClassInfo] = []
-    calls: list[ast.Call] = []
-    assigns: list[ast.Assign] = []
-    function_defs: dict[str, ast.AST] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            imports.add(node)
-        elif isinstance(node, ast.ClassDef):
-            bases = [dotted_name(b) or "" for b in node.bases]
-            methods = {  # defined with def, or assigned: `backward = staticmethod(_backward)`
-                s.name for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
-            } | {
-                t.id for s in node.body if isinstance(s, ast.Assign) for t in s.targets if isinstance(t, ast.Name)
-            }
-            classes.append(ClassInfo(node, node.name, bases, [], methods=methods))
-        elif isinstance(node, ast.Call):
-            calls.append(node)
-        elif isinstance(node, ast.Assign):
-            assigns.append(node)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and not isinstance(
-            node, ast.Lambda
-        ):
-            function_defs.setdefault(node.name, node)
-    classes.sort(key=lambda c: (c.node.lineno, c.node.col_offset))
+def build_module_index(
+    tree: ast.Module, text: str, project_function_names: frozenset[str] = frozenset()
+) -> ModuleIndex:
+    """Index ``tree`` (parsed from ``text``). ``project_function_names`` are the Function classes
+    of all linted files, so calls to those defined elsewhere are seen too.
+
+    Walking every expression node of a large module costs more than parsing it, so statements are
+    walked one level at a time and only the statements whose lines can hold an interesting call
+    (``.apply``, ``gradcheck``, or a call of a class name) are walked down to their expressions.
+    """
+    collected = _Collected()
+    class_names = set(_CLASS_NAME.findall(text)) | set(project_function_names)
+    collected.interesting_lines = _interesting_lines(text, class_names)
+    _walk_statements(tree.body, tree, collected)
+    classes = sorted(collected.classes, key=lambda c: (c.node.lineno, c.node.col_offset))
+    imports = collected.imports
     _mark_function_classes(classes, imports, project_function_names)
 
     index = ModuleIndex(tree=tree, imports=imports, classes=classes)
@@ -171,9 +161,92 @@ def build_module_index(tree: ast.Module, project_function_names: frozenset[str] 
     for local, qualified in imports.names.items():
         if qualified.rsplit(".", 1)[-1] in project_function_names:
             function_names.add(local)
-    _collect_aliases(index, assigns, function_names)
-    _collect_calls(index, calls, function_names, function_defs)
+    _collect_aliases(index, collected.assigns, function_names)
+    _collect_calls(index, collected.calls, function_names, collected.function_defs)
     return index
+
+
+_CLASS_NAME = re.compile(r"^[ \t]*class[ \t]+(\w+)", re.M)
+
+
+def _interesting_lines(text: str, class_names: set[str]) -> set[int]:
+    names = "|".join(sorted(map(re.escape, class_names)))
+    pattern = re.compile(r"gradcheck|\.apply\b" + (rf"|\b(?:{names})\s*\(" if names else ""))
+    lines: set[int] = set()
+    line, position = 1, 0
+    for match in pattern.finditer(text):  # in order: count newlines only since the last match
+        line += text.count("\n", position, match.start())
+        position = match.start()
+        lines.add(line)
+    return lines
+
+
+@dataclass
+class _Collected:
+    imports: ImportMap = field(default_factory=ImportMap)
+    classes: list[ClassInfo] = field(default_factory=list)
+    calls: list[tuple[ast.Call, ast.AST]] = field(default_factory=list)  # (call, enclosing scope)
+    assigns: list[ast.Assign] = field(default_factory=list)
+    function_defs: dict[str, ast.AST] = field(default_factory=dict)
+    interesting_lines: set[int] = field(default_factory=set)
+
+
+_BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _walk_statements(statements: list[ast.stmt], scope: ast.AST, collected: _Collected) -> None:
+    for statement in statements:
+        if isinstance(statement, (ast.Import, ast.ImportFrom)):
+            collected.imports.add(statement)
+        elif isinstance(statement, ast.ClassDef):
+            bases = [dotted_name(b) or "" for b in statement.bases]
+            methods = {  # defined with def, or assigned: `backward = staticmethod(_backward)`
+                s.name for s in statement.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+            } | {
+                t.id for s in statement.body if isinstance(s, ast.Assign) for t in s.targets if isinstance(t, ast.Name)
+            }
+            collected.classes.append(ClassInfo(statement, statement.name, bases, [], methods=methods))
+        elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            collected.function_defs.setdefault(statement.name, statement)
+        elif isinstance(statement, ast.Assign):
+            collected.assigns.append(statement)
+        _collect_statement_calls(statement, scope, collected)
+        inner = statement if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) else scope
+        for name in _BLOCK_FIELDS:
+            block = getattr(statement, name, None)
+            if not block:
+                continue
+            for item in block:
+                if isinstance(item, ast.stmt):
+                    _walk_statements([item], inner if name == "body" else scope, collected)
+                else:  # an except handler or a match case: its own statements
+                    _walk_statements(item.body, scope, collected)
+                    extra = getattr(item, "guard", None) or getattr(item, "type", None)
+                    if extra is not None:
+                        _collect_expression_calls(extra, scope, collected)
+
+
+def _collect_statement_calls(statement: ast.stmt, scope: ast.AST, collected: _Collected) -> None:
+    """Calls in the statement itself (not in its nested blocks), if its lines may hold one."""
+    first = min([statement.lineno] + [d.lineno for d in getattr(statement, "decorator_list", [])])
+    body = getattr(statement, "body", None)
+    last = (body[0].lineno - 1) if isinstance(body, list) and body and isinstance(body[0], ast.stmt) else (
+        statement.end_lineno or statement.lineno
+    )
+    if not any(line in collected.interesting_lines for line in range(first, max(first, last) + 1)):
+        return
+    for name, value in ast.iter_fields(statement):
+        if name in _BLOCK_FIELDS:
+            continue
+        for node in value if isinstance(value, list) else [value]:
+            if isinstance(node, ast.AST):
+                _collect_expression_calls(node, scope, collected)
+
+
+def _collect_expression_calls(node: ast.AST, scope: ast.AST, collected: _Collected) -> None:
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call):
+            collected.calls.append((sub, scope))
 
 
 def _mark_function_classes(
@@ -223,7 +296,8 @@ def _site(node: ast.AST) -> CallSite:
 
 
 def _collect_calls(
-    index: ModuleIndex, calls: list[ast.Call], function_names: set[str], function_defs: dict[str, ast.AST]
+    index: ModuleIndex, calls: list[tuple[ast.Call, ast.AST]], function_names: set[str],
+    function_defs: dict[str, ast.AST],
 ) -> None:
     # `GradReverse = GradReverse.apply`: after that, calling the name calls apply.
     rebound = {
@@ -233,7 +307,7 @@ def _collect_calls(
         for target in (statement.targets if isinstance(statement, ast.Assign) else [statement.target])
         if isinstance(target, ast.Name)
     }
-    for call in calls:
+    for call, scope in calls:
         func = dotted_name(call.func)
         if func is None:
             continue
@@ -253,22 +327,23 @@ def _collect_calls(
         if qualified in GRADCHECK_NAMES or (
             parts[-1] in ("gradcheck", "gradgradcheck") and qualified.startswith("torch.")
         ):
-            index.gradcheck_calls.append(_gradcheck_call(call, parts[-1], index, function_defs))
+            index.gradcheck_calls.append(_gradcheck_call(call, scope, parts[-1], index, function_defs))
 
 
-def _gradcheck_call(call: ast.Call, name: str, index: ModuleIndex, function_defs: dict[str, ast.AST]) -> GradcheckCall:
+def _gradcheck_call(
+    call: ast.Call, scope: ast.AST, name: str, index: ModuleIndex, function_defs: dict[str, ast.AST]
+) -> GradcheckCall:
     site = _site(call)
     # What the check reaches: every name in the enclosing function (a test usually builds its
     # callable there: `op = MyFn.apply`), or in the call itself at module level. Over-approximating
     # only makes AGL502 quieter.
-    scope = _enclosing_scope(index.tree, call)
     reached = _names_reached(scope if scope is not index.tree else call, index, function_defs)
     inputs = call.args[1] if len(call.args) > 1 else _keyword(call, "inputs")
     return GradcheckCall(
         site.line, site.column, site.end_line, site.end_column,
         function_name=name,
         reached_names=reached,
-        float32_inputs=inputs is not None and _builds_float32(inputs, index, call),
+        float32_inputs=inputs is not None and _builds_float32(inputs, scope, call),
     )
 
 
@@ -305,13 +380,12 @@ _FACTORIES = frozenset({"randn", "rand", "zeros", "ones", "empty", "full", "tens
 _DOUBLE = frozenset({"torch.double", "torch.float64", "double", "float64", "torch.complex128", "torch.cdouble"})
 
 
-def _builds_float32(inputs: ast.AST, index: ModuleIndex, gradcheck: ast.Call) -> bool:
+def _builds_float32(inputs: ast.AST, scope: ast.AST, gradcheck: ast.Call) -> bool:
     """True when some input is certainly built as a float32 tensor that requires grad.
 
     Looks at the input expressions themselves and, for names, at their single assignment in the
     same function (or module). Anything it cannot see makes it answer False (precision first).
     """
-    scope = _enclosing_scope(index.tree, gradcheck)
     if isinstance(inputs, ast.Name):  # `inputs = (a, b)` then gradcheck(f, inputs)
         inputs = _single_assignment(scope, inputs.id, gradcheck) or inputs
     elements = inputs.elts if isinstance(inputs, (ast.Tuple, ast.List)) else [inputs]
@@ -361,19 +435,11 @@ def _has_double_dtype(call: ast.Call) -> bool:
     return name is None or name in _DOUBLE or not name.startswith("torch.") or name.split(".")[-1] in _DOUBLE
 
 
-def _enclosing_scope(tree: ast.Module, target: ast.AST) -> ast.AST:
-    best: ast.AST = tree
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if node.lineno <= target.lineno <= (node.end_lineno or node.lineno):
-                if best is tree or node.lineno >= best.lineno:
-                    best = node
-    return best
-
-
 def _single_assignment(scope: ast.AST, name: str, before: ast.AST) -> Optional[ast.AST]:
+    """The one value ``name`` is bound to in ``scope`` (a function, or the module's top level)."""
     values = []
-    for node in ast.walk(scope):
+    nodes = ast.walk(scope) if not isinstance(scope, ast.Module) else iter(scope.body)
+    for node in nodes:
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 if isinstance(target, ast.Name) and target.id == name:

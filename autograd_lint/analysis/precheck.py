@@ -38,16 +38,20 @@ def may_subclass(text: str, base_names: "re.Pattern[str] | None") -> bool:
     return False
 
 
-def may_use_functions(text: str, function_names: "re.Pattern[str] | None") -> bool:
-    """Could ``text`` call gradcheck or use a Function class of another file? Using one from
-    another file means importing it (then ``.apply`` or instantiating it) or ``X.apply(...)``."""
+def uses_pattern(names: Iterable[str]) -> "re.Pattern[str] | None":
+    """Matches a use of one of ``names`` from another file: ``Name.apply`` or an import line
+    naming it (then ``Name(...)`` or ``Name.apply`` follow)."""
+    names = sorted(set(names))
+    if not names:
+        return None
+    alternatives = "|".join(map(re.escape, names))
+    return re.compile(
+        rf"\b(?:{alternatives})\.apply\b|^[ \t]*(?:from|import)\b[^\n]*\b(?:{alternatives})\b", re.M
+    )
+
+
+def may_use_functions(text: str, uses: "re.Pattern[str] | None") -> bool:
+    """Could ``text`` call gradcheck or use a Function class of another file (see uses_pattern)?"""
     if "gradcheck" in text:
         return True
-    if function_names is None:
-        return False
-    for match in function_names.finditer(text):
-        line_start = text.rfind("\n", 0, match.start()) + 1
-        line = text[line_start : text.find("\n", match.end()) if "\n" in text[match.end():] else len(text)]
-        if text.startswith(".apply", match.end()) or re.match(r"\s*(from|import)\b", line):
-            return True
-    return False
+    return uses is not None and uses.search(text) is not None

@@ -67,12 +67,6 @@ class ProjectFacts:
         )
 
 
-def file_facts(tree: ast.Module) -> FileFacts:
-    """The facts one parsed module contributes."""
-    index = build_module_index(tree)
-    return facts_from_index(index)
-
-
 def facts_from_index(index: ModuleIndex) -> FileFacts:
     facts = FileFacts()
     for info in index.classes:
