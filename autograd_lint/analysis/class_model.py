@@ -16,6 +16,7 @@ from typing import Callable, Optional, Union
 import libcst as cst
 
 from autograd_lint.analysis.module_index import ClassInfo
+from autograd_lint.analysis.project import ProjectFacts
 from autograd_lint.analysis.snippet import ParsedClass, Span
 from autograd_lint.analysis.syntax import dotted, has_star_arg, is_ctx_attr, is_none, own_nodes, positional_args
 from autograd_lint.analysis.tensorness import (
@@ -119,8 +120,11 @@ class FunctionModel:
     style: str  # "legacy" (forward(ctx, ...)) or "new" (forward(...) + setup_context)
     qualify: Callable[[str], str]
     bases: list["FunctionModel"] = field(default_factory=list)  # Function bases in this file
-    # Set when a base is a Function class in another file: inherited facts are unknown.
+    # Set when a base is a Function class in another file: what it provides comes from the
+    # project facts (``inherited_from_project``), and is unknown if they do not know it.
     unknown_base: bool = False
+    inherited_from_project: Optional[tuple[set[str], set[str]]] = None
+    remote_bases: list[str] = field(default_factory=list)  # Function bases in other files
 
     # ---- methods ---------------------------------------------------------------------------
     def method(self, name: str) -> Optional[Method]:
@@ -258,9 +262,11 @@ class FunctionModel:
     def ctx_attributes_set(self) -> Optional[set[str]]:
         """Every ctx attribute this class (and its Function bases in the file) sets anywhere;
         None when that cannot be known (a base in another file, ctx passed to helpers)."""
-        if self.unknown_base or self.ctx_escapes:
+        if self.ctx_escapes or (self.unknown_base and self.inherited_from_project is None):
             return None
         attrs = {s.attr for s in self.ctx_attribute_sets}
+        if self.inherited_from_project is not None:
+            attrs |= self.inherited_from_project[1]
         for method in self.methods.values():
             attrs |= {s.attr for s in _ctx_sets(method, self.ctx_names(method))}
         for base in self.bases:
@@ -343,7 +349,11 @@ class FunctionModel:
 # --- building -------------------------------------------------------------------------------
 
 def build_function_model(
-    info: ClassInfo, parsed: ParsedClass, qualify: Callable[[str], str], local_models: dict[str, FunctionModel]
+    info: ClassInfo,
+    parsed: ParsedClass,
+    qualify: Callable[[str], str],
+    local_models: dict[str, FunctionModel],
+    project: Optional[ProjectFacts] = None,
 ) -> FunctionModel:
     methods: dict[str, Method] = {}
     for statement in parsed.node.body.body:
@@ -357,10 +367,14 @@ def build_function_model(
     unknown_base = info.has_unknown_function_base or any(b.unknown_base for b in bases) or (
         len(bases) < len(info.function_bases)
     )
-    style = "new" if "setup_context" in methods else "legacy"
+    remote_bases = [b.split(".")[-1] for b in info.function_bases if b not in local_models]
+    remote_bases += [n for base in bases if base.unknown_base for n in base.remote_bases]
+    inherited = project.inherited(remote_bases) if project is not None and remote_bases else None
+    style = "new" if "setup_context" in methods or (inherited and "setup_context" in inherited[0]) else "legacy"
     return FunctionModel(
         name=info.name, info=info, parsed=parsed, methods=methods, style=style, qualify=qualify,
-        bases=bases, unknown_base=unknown_base,
+        bases=bases, unknown_base=unknown_base, inherited_from_project=inherited,
+        remote_bases=remote_bases,
     )
 
 

@@ -73,7 +73,7 @@ def analyse_module(path: str, text: str, tree: ast.Module, project: ProjectFacts
         except (cst.ParserSyntaxError, StopIteration) as error:
             analysis.unparsed.append(f"{info.name}: {str(error).splitlines()[0] if str(error) else error!r}")
             continue
-        model = build_function_model(info, parsed, index.imports.qualify, local_models)
+        model = build_function_model(info, parsed, index.imports.qualify, local_models, project)
         local_models[info.name] = model
         analysis.classes.append(model)
     return analysis

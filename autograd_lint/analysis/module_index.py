@@ -436,20 +436,47 @@ def _has_double_dtype(call: ast.Call) -> bool:
 
 
 def _single_assignment(scope: ast.AST, name: str, before: ast.AST) -> Optional[ast.AST]:
-    """The one value ``name`` is bound to in ``scope`` (a function, or the module's top level)."""
+    """The one value ``name`` is bound to in ``scope`` (a function, or the module outside its
+    functions and classes: ``if __name__ == "__main__":`` blocks included)."""
     values = []
-    nodes = ast.walk(scope) if not isinstance(scope, ast.Module) else iter(scope.body)
-    for node in nodes:
+    for node in _scope_nodes(scope):
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 if isinstance(target, ast.Name) and target.id == name:
                     values.append(node.value)
-                elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(node.value, (ast.Tuple, ast.List)):
-                    for t, v in zip(target.elts, node.value.elts):
-                        if isinstance(t, ast.Name) and t.id == name:
-                            values.append(v)
+                elif isinstance(target, (ast.Tuple, ast.List)):
+                    values.extend(_unpacked_value(target, node.value, name))
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.With)):
             targets = [node.target] if not isinstance(node, ast.With) else [i.optional_vars for i in node.items]
             if any(isinstance(t, ast.Name) and t.id == name for t in targets if t is not None):
                 return None
     return values[0] if len(values) == 1 else None
+
+
+def _unpacked_value(target: ast.AST, value: ast.AST, name: str) -> list[ast.AST]:
+    """What ``name`` gets from ``a, b = value``: the matching element of a tuple, or the element
+    expression of a comprehension (``q, k, v = [torch.randn(...) for _ in range(3)]``)."""
+    names = [t.id if isinstance(t, ast.Name) else None for t in target.elts]
+    if name not in names:
+        return []
+    if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(names):
+        return [value.elts[names.index(name)]]
+    if isinstance(value, (ast.ListComp, ast.GeneratorExp)):
+        return [value.elt]
+    return []
+
+
+def _scope_nodes(scope: ast.AST):
+    if not isinstance(scope, ast.Module):
+        yield from ast.walk(scope)
+        return
+    stack = list(scope.body)
+    while stack:
+        statement = stack.pop()
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        yield statement
+        for name in ("body", "orelse", "finalbody"):
+            stack.extend(getattr(statement, name, None) or [])
+        for handler in getattr(statement, "handlers", None) or []:
+            stack.extend(handler.body)

@@ -25,6 +25,9 @@ class FileFacts:
     # module-level function -> Function classes it applies (`def cube(x): return Cube.apply(x)`),
     # so a gradcheck of the helper in another file reaches the class.
     helpers: dict[str, set[str]] = field(default_factory=dict)
+    # class name -> methods it defines, and the ctx attributes they set (None: ctx escapes to
+    # code we cannot see), so subclasses in other files know what they inherit.
+    class_members: dict[str, tuple[set[str], Optional[set[str]]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -33,6 +36,30 @@ class ProjectFacts:
     subclassed_names: frozenset[str] = frozenset()  # Function classes some other class derives from
     apply_arg_counts: dict[str, list[Optional[int]]] = field(default_factory=dict)
     gradchecked_names: frozenset[str] = frozenset()
+    bases: dict[str, list[str]] = field(default_factory=dict)  # Function class -> its base names
+    # Function classes directly derived from torch's Function (their chain ends there)
+    roots: frozenset[str] = frozenset()
+    class_members: dict[str, tuple[set[str], Optional[set[str]]]] = field(default_factory=dict)
+
+    def inherited(self, base_names: Iterable[str]) -> Optional[tuple[set[str], set[str]]]:
+        """Methods and ctx attributes that Function classes named ``base_names`` (defined in any
+        linted file) provide, with their own bases; None when some of it cannot be known."""
+        methods: set[str] = set()
+        attrs: set[str] = set()
+        pending, seen = list(base_names), set()
+        while pending:
+            name = pending.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            members = self.class_members.get(name)
+            if members is None or members[1] is None:
+                return None
+            methods |= members[0]
+            attrs |= members[1]
+            if name not in self.roots:
+                pending.extend(self.bases.get(name, []))
+        return methods, attrs
 
     @classmethod
     def merge(cls, all_facts: Iterable[FileFacts]) -> "ProjectFacts":
@@ -59,7 +86,18 @@ class ProjectFacts:
                 helpers.setdefault(name, set()).update(applied)
         for _ in range(2):  # helpers calling helpers, two levels
             gradchecked |= {c for name in list(gradchecked) for c in helpers.get(name, ())}
+        members: dict[str, tuple[set[str], Optional[set[str]]]] = {}
+        for facts in all_facts:
+            for name, (methods, attrs) in facts.class_members.items():
+                if name in members:  # two classes of that name: keep what both agree on knowing
+                    old_methods, old_attrs = members[name]
+                    attrs = None if attrs is None or old_attrs is None else attrs | old_attrs
+                    methods = methods | old_methods
+                members[name] = (methods, attrs)
         return cls(
+            bases={name: bases for name, bases, _ in classes if name in function_names},
+            roots=frozenset(name for name, _, direct in classes if direct),
+            class_members=members,
             function_names=frozenset(function_names),
             subclassed_names=frozenset(subclassed & function_names),
             apply_arg_counts=apply_counts,
@@ -73,6 +111,7 @@ def facts_from_index(index: ModuleIndex) -> FileFacts:
         base_names = [q.rsplit(".", 1)[-1] for q in info.qualified_bases if q]
         direct = any(q in FUNCTION_BASES for q in info.qualified_bases)
         facts.classes.append((info.name, base_names, direct or info.is_function))
+        facts.class_members[info.name] = (set(info.methods), _ctx_attributes_set(info.node))
     facts.apply_arg_counts = {k: list(v) for k, v in index.apply_arg_counts.items()}
     for call in index.gradcheck_calls:
         facts.gradchecked_names |= call.reached_names
@@ -88,3 +127,37 @@ def facts_from_index(index: ModuleIndex) -> FileFacts:
     for alias, class_name in index.aliases.items():  # `cube = Cube.apply`
         facts.helpers.setdefault(alias, set()).add(class_name)
     return facts
+
+
+_CTX_METHODS = ("forward", "setup_context", "backward", "jvp", "vjp")
+
+
+def _ctx_attributes_set(node: ast.ClassDef) -> Optional[set[str]]:
+    """ctx attributes a class's methods set (``ctx.x = ...``, ``setattr(ctx, "x", ...)``), read
+    from ``ast`` for the first pass; None when ctx is handed to other code."""
+    attrs: set[str] = set()
+    for method in node.body:
+        if not isinstance(method, ast.FunctionDef) or method.name not in _CTX_METHODS:
+            continue
+        params = method.args.posonlyargs + method.args.args
+        is_classmethod = any(isinstance(d, ast.Name) and d.id == "classmethod" for d in method.decorator_list)
+        params = params[1:] if is_classmethod else params
+        if not params:
+            continue
+        ctx = params[0].arg
+        for sub in ast.walk(method):
+            if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == ctx:
+                if isinstance(sub.ctx, ast.Store):
+                    attrs.add(sub.attr)
+                elif sub.attr == "__dict__":
+                    return None
+            elif isinstance(sub, ast.Call):
+                for arg in sub.args:
+                    if isinstance(arg, ast.Name) and arg.id == ctx:
+                        literal = sub.args[1] if len(sub.args) > 1 else None
+                        if (isinstance(sub.func, ast.Name) and sub.func.id == "setattr"
+                                and isinstance(literal, ast.Constant) and isinstance(literal.value, str)):
+                            attrs.add(literal.value)
+                        else:
+                            return None
+    return attrs

@@ -225,17 +225,17 @@ class TensorJudge:
                 if name in _BUILTINS_NOT_TENSOR:
                     return T.NOT_TENSOR
                 if qualified.startswith("torch."):
-                    return _torch_call(qualified)
+                    return _torch_call(qualified, node, tensor_args=1)
                 return T.UNKNOWN
             if qualified.startswith("torch.") and not _is_method_on_local(name, self):
-                return _torch_call(qualified)
+                return _torch_call(qualified, node, tensor_args=1)
         if isinstance(func, cst.Attribute):
             method = func.attr.value
             receiver = self.expr(func.value, visiting)
             if method in NON_TENSOR_METHODS:
                 return T.NOT_TENSOR
             if receiver is T.TENSOR:
-                if method in MULTI_RESULT:
+                if method in MULTI_RESULT and not _single_result(method, node, tensor_args=0):
                     return T.UNKNOWN
                 return T.TENSOR
         return T.UNKNOWN
@@ -253,15 +253,38 @@ _TENSOR_NAMESPACES = ("torch", "torch.nn.functional", "torch.special", "torch.li
 _STATE_TORCH_FUNCTIONS = frozenset({"get_rng_state", "get_rng_state_all"})
 
 
-def _torch_call(qualified: str) -> T:
+def _torch_call(qualified: str, call: Optional[cst.Call] = None, tensor_args: int = 1) -> T:
     namespace, _, last = qualified.rpartition(".")
     if last in NON_TENSOR_TORCH_FUNCTIONS:
         return T.NOT_TENSOR
     if namespace not in _TENSOR_NAMESPACES or last in _STATE_TORCH_FUNCTIONS:
         return T.UNKNOWN  # torch.cuda.*, torch.distributed.*, torch._higher_order_ops.utils.* ...
-    if last in MULTI_RESULT or last[:1].isupper() or last.startswith("_"):
-        return T.UNKNOWN  # torch.max may return a tuple; torch.Size/torch.nn.Linear build objects
+    if last in MULTI_RESULT and not (call is not None and _single_result(last, call, tensor_args)):
+        return T.UNKNOWN  # torch.max(x, 1) and torch.split(...) give several tensors
+    if last[:1].isupper() or last.startswith("_"):
+        return T.UNKNOWN  # torch.Size / torch.nn.Linear build objects
     return T.TENSOR
+
+
+# Of the MULTI_RESULT functions, these return one tensor when called without a dimension:
+# x.max(), torch.max(x), torch.median(x); torch.where(cond, a, b) (three arguments) is one tensor.
+_SINGLE_WITHOUT_DIM = frozenset({"max", "min", "median", "nanmedian"})
+
+
+def _single_result(name: str, call: cst.Call, tensor_args: int) -> bool:
+    """Does this call of a MULTI_RESULT function return one tensor? ``tensor_args`` is how many
+    leading positional arguments are the tensors themselves (1 for torch.max(x), 0 for x.max())."""
+    positional = positional_args(call)
+    keywords = {a.keyword.value for a in call.args if a.keyword is not None}
+    if name == "where":
+        return len(positional) == 3
+    if name in _SINGLE_WITHOUT_DIM:
+        extra = positional[tensor_args:]
+        if "dim" in keywords:
+            return False
+        # x.max() / torch.max(x); x.max(other) (elementwise) when the argument is not a number
+        return not extra or (len(extra) == 1 and not isinstance(extra[0].value, (cst.Integer, cst.UnaryOperation)))
+    return False
 
 
 def _combine_optional(judgements: list[Optional[T]]) -> Optional[T]:

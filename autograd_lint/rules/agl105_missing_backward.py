@@ -15,9 +15,12 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
     local_bases = {base for info in module.index.classes for base in info.bases}
     for model in module.classes:
         forward = model.forward
-        if forward is None or model.unknown_base or raises_only(forward):
+        if forward is None or raises_only(forward):
             continue
-        if any(model.method(name) or name in model.info.methods for name in ("backward", "vjp")):
+        if model.unknown_base and model.inherited_from_project is None:
+            continue  # a base in another file that we cannot see fully
+        inherited = model.inherited_from_project[0] if model.inherited_from_project else set()
+        if any(model.method(n) or n in model.info.methods or n in inherited for n in ("backward", "vjp")):
             continue
         if model.name in module.project.subclassed_names or model.name in local_bases:
             continue  # a base class: its subclasses provide backward
