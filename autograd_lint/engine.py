@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional, Protocol, Sequence
 
 from autograd_lint.analysis.module import analyse_module
-from autograd_lint.analysis.precheck import may_define_function, may_subclass, may_use_functions, names_pattern, uses_pattern
+from autograd_lint.analysis.precheck import grad_fn_attributes, may_define_function, may_subclass, may_use_functions, names_pattern, uses_pattern
 from autograd_lint.analysis.project import FileFacts, ProjectFacts, facts_from_index
 from autograd_lint.analysis.module_index import build_module_index
 from autograd_lint.findings import Finding
@@ -109,7 +109,8 @@ def _gather_project_facts(sources: list[_Source]) -> ProjectFacts:
     for i in readable:
         if i not in facts and may_use_functions(sources[i].text, uses):
             parse_into_facts(i)
-    return ProjectFacts.merge(facts.values())
+    text_facts = [FileFacts(grad_fn_attributes=grad_fn_attributes(sources[i].text)) for i in readable]
+    return ProjectFacts.merge([*facts.values(), *text_facts])
 
 
 def _parse(source: _Source) -> None:

@@ -19,13 +19,8 @@ from autograd_lint.analysis.module_index import ClassInfo
 from autograd_lint.analysis.project import ProjectFacts
 from autograd_lint.analysis.snippet import ParsedClass, Span
 from autograd_lint.analysis.syntax import dotted, has_star_arg, is_ctx_attr, is_none, own_nodes, positional_args
-from autograd_lint.analysis.tensorness import (
-    T,
-    TensorJudge,
-    annotation_text,
-    collect_parameter_uses,
-    judge_parameter,
-)
+from autograd_lint.analysis.input_evidence import ParameterUses, annotation_text, collect_uses, judge_parameter
+from autograd_lint.analysis.tensorness import T, TensorJudge
 
 METHOD_NAMES = ("forward", "backward", "setup_context", "jvp", "vjp")
 SAVED_TENSORS = ("saved_tensors", "saved_variables")
@@ -173,21 +168,53 @@ class FunctionModel:
 
     @cached_property
     def input_tensorness(self) -> dict[str, T]:
+        """Each forward input's tensor-ness (see input_evidence for the evidence it weighs)."""
         inputs = self.inputs or []
-        if self.forward is None:
-            return {}
-        uses = collect_parameter_uses(self.forward.nodes, {p.name for p in inputs}, self.qualify)
+        uses = self.input_uses
         return {
-            p.name: judge_parameter(p.name, p.annotation, p.default, uses[p.name])
-            for p in inputs
+            p.name: judge_parameter(p.name, p.annotation, p.default, uses[p.name], is_first=(i == 0))
+            for i, p in enumerate(inputs)
         }
 
     @cached_property
-    def input_uses(self):
+    def input_uses(self) -> dict[str, ParameterUses]:
+        """How forward, setup_context and the backward-side methods use each input: directly, or
+        through the ctx attribute it was stored in (``ctx.fn = fn`` then ``ctx.fn(...)``)."""
         inputs = self.inputs or []
+        uses = {p.name: ParameterUses() for p in inputs}
         if self.forward is None:
-            return {}
-        return collect_parameter_uses(self.forward.nodes, {p.name for p in inputs}, self.qualify)
+            return uses
+        stored_in = {  # ctx attribute -> the input assigned to it as is
+            s.attr: s.value.value for s in self.ctx_attribute_sets
+            if isinstance(s.value, cst.Name) and s.value.value in uses and s.method.name == "forward"
+        }
+        for name, method in self.methods.items():
+            ctx_names = self.ctx_names(method)
+            local_inputs = uses if name == "forward" else {}
+
+            def target(node: cst.CSTNode, local_inputs=local_inputs, ctx_names=ctx_names):
+                if isinstance(node, cst.Name):
+                    return local_inputs.get(node.value)
+                if is_ctx_attr(node, ctx_names) and node.attr.value in stored_in:
+                    return uses[stored_in[node.attr.value]]
+                return None
+
+            collect_uses(method.nodes, target, self.qualify)
+        self._gradient_evidence(inputs, uses)
+        return uses
+
+    def _gradient_evidence(self, inputs: list[Param], uses: dict[str, ParameterUses]) -> None:
+        """backward returning a gradient (not None) for input i proves input i is a tensor:
+        PyTorch raises for a gradient of a non-tensor input (runtime-facts #12)."""
+        backward = self.backward
+        if backward is None:
+            return
+        for ret in backward.returns:
+            if not isinstance(ret.value, cst.Tuple) or len(ret.value.elements) < len(inputs):
+                continue
+            for param, element in zip(inputs, ret.value.elements):
+                if not isinstance(element, cst.StarredElement) and not is_none(element.value):
+                    uses[param.name].as_tensor = True
 
     @cached_property
     def output_count(self) -> Optional[int]:
@@ -321,6 +348,8 @@ class FunctionModel:
         elif method.name == "backward":
             for name in self.grad_names:
                 known[name] = T.TENSOR
+            if method.star_args:
+                known[method.star_args] = T.NOT_TENSOR  # `*grads` is a tuple of tensors
         elif method.name == "setup_context" and len(method.params) >= 3:
             known[method.params[2].name] = T.TENSOR if self.output_count == 1 else T.UNKNOWN
         ctx_names = self.ctx_names(method)

@@ -136,6 +136,18 @@ class InplaceWrite:
     statement: cst.BaseSmallStatement  # where to report
     name: str  # the tracked name written through (for the message)
     how: str  # "augmented assignment", "item assignment", "mul_()", "out=", ...
+    written: cst.CSTNode  # the expression written to
+    through_data: bool = False  # `x.data[i] = v`: a deliberate write past the version counter
+
+    def __post_init__(self) -> None:
+        stack = [self.written]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, cst.Attribute):
+                self.through_data |= node.attr.value == "data"
+                stack.append(node.value)
+            elif isinstance(node, (cst.Subscript, cst.Call)):
+                stack.append(node.value if isinstance(node, cst.Subscript) else node.func)
 
 
 class AliasTracker:
@@ -247,12 +259,12 @@ class AliasTracker:
         if isinstance(small, cst.AugAssign):
             name = self._written_target(small.target, aliases, allow_name=True)
             if name:
-                self.writes.append(InplaceWrite(small, name, "augmented assignment"))
+                self.writes.append(InplaceWrite(small, name, "augmented assignment", small.target))
         elif isinstance(small, cst.Assign):
             for target in small.targets:
                 name = self._written_target(target.target, aliases, allow_name=False)
                 if name:
-                    self.writes.append(InplaceWrite(small, name, "item assignment"))
+                    self.writes.append(InplaceWrite(small, name, "item assignment", target.target))
                     break
         for node in _expression_nodes(small):
             if isinstance(node, cst.Call):
@@ -273,14 +285,20 @@ class AliasTracker:
                     return name
         return None
 
-    def _inplace_call(self, call: cst.Call, aliases: frozenset[str]) -> Optional[tuple[str, str]]:
+    def _is_torch_callee(self, func: cst.BaseExpression) -> bool:
+        name = dotted(func)
+        return name is not None and self.qualify(name).startswith("torch.")
+
+    def _inplace_call(self, call: cst.Call, aliases: frozenset[str]) -> Optional[tuple[str, str, cst.CSTNode]]:
         out = call_keyword(call, "out")
-        if out is not None:
+        # `out=` writes only for torch's own functions and tensor methods; a helper's `out=`
+        # parameter (flash-attn's backward, xformers' Context) is just an argument.
+        if out is not None and self._is_torch_callee(call.func):
             outs = [e.value for e in out.elements] if isinstance(out, (cst.Tuple, cst.List)) else [out]
             for value in outs:
                 name = self.tracked(value, aliases)
                 if name:
-                    return name, "out="
+                    return name, "out=", value
         func = call.func
         if isinstance(func, cst.Attribute):
             method = func.attr.value
@@ -289,7 +307,7 @@ class AliasTracker:
                     return None  # `t.copy_(t)` writes nothing new
                 name = self.tracked(func.value, aliases)
                 if name and not _is_module_path(func.value, self.qualify):
-                    return name, f"{method}()"
+                    return name, f"{method}()", func.value
         name_of_func = dotted(func)
         args = positional_args(call)
         if name_of_func and args:
@@ -298,12 +316,12 @@ class AliasTracker:
             if qualified.startswith("torch.") and last.endswith("_") and not last.startswith("_"):
                 name = self.tracked(args[0].value, aliases)
                 if name:
-                    return name, f"{last}()"
+                    return name, f"{last}()", args[0].value
             inplace = call_keyword(call, "inplace")
             if isinstance(inplace, cst.Name) and inplace.value == "True":
                 name = self.tracked(args[0].value, aliases)
                 if name:
-                    return name, "inplace=True"
+                    return name, "inplace=True", args[0].value
         return None
 
 

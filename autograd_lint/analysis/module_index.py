@@ -265,7 +265,7 @@ def _mark_function_classes(
                 info.function_bases.append(base)
             elif qualified.rsplit(".", 1)[-1] in project_function_names and (
                 base in imports.names or "." in base
-            ):
+            ) and not qualified.startswith("torch."):  # nn.Conv2d is not a project's `Conv2d`
                 # A Function class from another linted file, imported here.
                 info.is_function = True
                 info.has_unknown_function_base = True

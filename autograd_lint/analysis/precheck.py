@@ -55,3 +55,14 @@ def may_use_functions(text: str, uses: "re.Pattern[str] | None") -> bool:
     if "gradcheck" in text:
         return True
     return uses is not None and uses.search(text) is not None
+
+
+_GRAD_FN_ATTRIBUTE = re.compile(r"\.grad_fn\.(\w+)\s*=(?!=)")
+
+
+def grad_fn_attributes(text: str) -> set[str]:
+    """Attributes set on a ctx from outside its Function: ``y.grad_fn.attr = ...`` (the
+    ``grad_fn`` of an output is its ctx). backward may read them (fairscale's pipeline does)."""
+    if ".grad_fn." not in text:
+        return set()
+    return set(_GRAD_FN_ATTRIBUTE.findall(text))

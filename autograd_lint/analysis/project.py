@@ -28,6 +28,7 @@ class FileFacts:
     # class name -> methods it defines, and the ctx attributes they set (None: ctx escapes to
     # code we cannot see), so subclasses in other files know what they inherit.
     class_members: dict[str, tuple[set[str], Optional[set[str]]]] = field(default_factory=dict)
+    grad_fn_attributes: set[str] = field(default_factory=set)  # `y.grad_fn.attr = ...`
 
 
 @dataclass
@@ -40,6 +41,8 @@ class ProjectFacts:
     # Function classes directly derived from torch's Function (their chain ends there)
     roots: frozenset[str] = frozenset()
     class_members: dict[str, tuple[set[str], Optional[set[str]]]] = field(default_factory=dict)
+    # ctx attributes some code sets from outside the Function, through an output's grad_fn
+    grad_fn_attributes: frozenset[str] = frozenset()
 
     def inherited(self, base_names: Iterable[str]) -> Optional[tuple[set[str], set[str]]]:
         """Methods and ctx attributes that Function classes named ``base_names`` (defined in any
@@ -95,6 +98,7 @@ class ProjectFacts:
                     methods = methods | old_methods
                 members[name] = (methods, attrs)
         return cls(
+            grad_fn_attributes=frozenset(a for facts in all_facts for a in facts.grad_fn_attributes),
             bases={name: bases for name, bases, _ in classes if name in function_names},
             roots=frozenset(name for name, _, direct in classes if direct),
             class_members=members,

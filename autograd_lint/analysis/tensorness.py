@@ -72,41 +72,6 @@ _BUILTINS_NOT_TENSOR = frozenset(
      "hasattr", "getattr_static", "type", "id", "repr", "enumerate", "zip", "sorted", "divmod",
      "round", "hash", "callable", "issubclass", "frozenset", "slice", "iter"}
 )
-# Parameter names that, absent other evidence, are configuration rather than tensors.
-NON_TENSOR_NAME = re.compile(
-    r"^(dim|dims|axis|axes|eps|epsilon|p|n|size|shape|stride|strides|padding|dilation|groups|"
-    r"kernel_size|mode|reduction|inplace|training|train|alpha|beta|gamma|lambd|lamda|scale|"
-    r"softmax_scale|sm_scale|temperature|momentum|threshold|margin|ignore_index|value|fill_value|"
-    r"causal|is_causal|dropout|dropout_p|dropout_prob|seed|offset|num_\w+|n_\w+|\w+_size|"
-    r"\w+_dim|\w+_dims|is_\w+|use_\w+|has_\w+|do_\w+|enable_\w+|\w+_flag|flag|flags|layout|"
-    r"block|block_\w+|\w+_fn|fn|func|function|module|layer|group|process_group|pg|config|cfg|"
-    r"args|opts|options|name|dtype|device|\w+_dtype|out_dtype|ctx|chunks|chunk_size|split|"
-    r"world_size|rank|level|verbose|debug|approximate|sparse|bidirectional|batch_first|"
-    r"align_corners|interpolation|keepdim|unbiased|correction|descending|largest|sorted|"
-    r"return_\w+|compute_\w+|normalize|norm|norm_type|max_norm|\w+_mode|mesh|\w+_group|"
-    r"stream|handle|k_size|window|window_size|head_dim|num_heads|heads|src|dst|op|reduce_op|"
-    r"\w+_sizes|sizes|\w+_splits|splits|tag|async_op)$"
-)
-AMBIGUOUS_NAME = re.compile(r"^(idx|index|i|j|start|end|step|pos|position|key)$")
-_TENSOR_ANNOTATION = re.compile(r"\bTensor\b")
-_OTHER_TYPE_IN_ANNOTATION = re.compile(r"\b(int|float|bool|str|complex|tuple|list|Tuple|List|Sequence|dict|Dict)\b")
-
-# Methods whose positional arguments after the receiver are dims/sizes, not tensors.
-_DIM_TAKING_METHODS = frozenset(
-    {"size", "transpose", "sum", "mean", "view", "reshape", "permute", "unsqueeze", "squeeze",
-     "flatten", "narrow", "select", "softmax", "log_softmax", "split", "chunk", "repeat", "expand",
-     "topk", "cumsum", "cumprod", "movedim", "flip", "roll", "norm", "std", "var", "amax", "amin",
-     "argmax", "argmin", "prod", "logsumexp", "unflatten", "new_zeros", "new_ones", "new_empty",
-     "new_full", "view_as_real", "all", "any"}
-)
-_DIM_KEYWORDS = frozenset({"dim", "axis", "keepdim", "eps", "p", "dtype", "device", "size", "kernel_size",
-                           "stride", "padding", "dilation", "groups", "alpha", "beta", "value",
-                           "min", "max", "negative_slope", "approximate", "reduction", "ignore_index",
-                           "start_dim", "end_dim", "dims", "shifts", "diagonal", "k", "sorted",
-                           "largest", "descending", "chunks", "split_size_or_sections", "repeats",
-                           "scale", "rounding_mode", "training", "inplace", "momentum"})
-
-
 class TensorJudge:
     """Judges the tensor-ness of expressions inside one method.
 
@@ -132,7 +97,8 @@ class TensorJudge:
 
     def name(self, name: str, _visiting: frozenset[str] = frozenset()) -> Optional[T]:
         if name in _visiting:
-            return None  # `x = x * 2`: the recursive reference adds nothing
+            # `x = x.contiguous()`: the x on the right is the value before, a parameter's if any.
+            return self.known.get(name)
         if not _visiting and name in self._cache:
             return self._cache[name]
         judgements: list[Optional[T]] = []
@@ -195,6 +161,8 @@ class TensorJudge:
         return T.UNKNOWN
 
     def _operands(self, operands: list[cst.BaseExpression], visiting: frozenset[str]) -> Optional[T]:
+        if any(isinstance(o, (cst.Tuple, cst.List)) for o in operands):
+            return T.NOT_TENSOR  # `(None, None) + grads`: a tuple concatenation
         judgements = [self.expr(o, visiting) for o in operands]
         if T.TENSOR in judgements:
             return T.TENSOR
@@ -225,10 +193,10 @@ class TensorJudge:
                 if name in _BUILTINS_NOT_TENSOR:
                     return T.NOT_TENSOR
                 if qualified.startswith("torch."):
-                    return _torch_call(qualified, node, tensor_args=1)
+                    return torch_call_judgement(qualified, node, tensor_args=1)
                 return T.UNKNOWN
             if qualified.startswith("torch.") and not _is_method_on_local(name, self):
-                return _torch_call(qualified, node, tensor_args=1)
+                return torch_call_judgement(qualified, node, tensor_args=1)
         if isinstance(func, cst.Attribute):
             method = func.attr.value
             receiver = self.expr(func.value, visiting)
@@ -253,7 +221,8 @@ _TENSOR_NAMESPACES = ("torch", "torch.nn.functional", "torch.special", "torch.li
 _STATE_TORCH_FUNCTIONS = frozenset({"get_rng_state", "get_rng_state_all"})
 
 
-def _torch_call(qualified: str, call: Optional[cst.Call] = None, tensor_args: int = 1) -> T:
+def torch_call_judgement(qualified: str, call: Optional[cst.Call] = None, tensor_args: int = 1) -> T:
+    """What ``torch.<...>(...)`` returns: a tensor for ops of the tensor namespaces."""
     namespace, _, last = qualified.rpartition(".")
     if last in NON_TENSOR_TORCH_FUNCTIONS:
         return T.NOT_TENSOR
@@ -290,137 +259,3 @@ def _single_result(name: str, call: cst.Call, tensor_args: int) -> bool:
 def _combine_optional(judgements: list[Optional[T]]) -> Optional[T]:
     known = [j for j in judgements if j is not None]
     return combine(known) if known else None
-
-
-# --- forward inputs ---------------------------------------------------------------------------
-
-def judge_parameter(
-    name: str,
-    annotation: Optional[str],
-    default: Optional[cst.BaseExpression],
-    uses: "ParameterUses",
-    by_name: bool = True,
-) -> T:
-    """Tensor-ness of a forward input: annotation and default first, then how forward uses it,
-    then (``by_name``) its name. Inputs are presumed tensors unless something says otherwise
-    (rules.md)."""
-    if annotation:
-        mentions_tensor = _TENSOR_ANNOTATION.search(annotation) is not None
-        mentions_other = _OTHER_TYPE_IN_ANNOTATION.search(annotation) is not None
-        if mentions_tensor and mentions_other:
-            return T.UNKNOWN  # Union[int, Tensor]
-        if mentions_tensor:
-            return T.TENSOR
-        if annotation.strip() not in ("Any", "typing.Any", "object"):
-            return T.NOT_TENSOR  # int, float, PackedSequence, ProcessGroup, ...
-    if default is not None and not (isinstance(default, cst.Name) and default.value == "None"):
-        return T.NOT_TENSOR
-    if uses.as_tensor and uses.as_non_tensor:
-        return T.UNKNOWN
-    if uses.as_tensor:
-        return T.TENSOR
-    if uses.as_non_tensor:
-        return T.NOT_TENSOR
-    if default is not None:  # `=None` and never used as a tensor: an optional anything
-        return T.UNKNOWN
-    if not by_name:
-        return T.TENSOR
-    if NON_TENSOR_NAME.match(name):
-        return T.NOT_TENSOR  # `group`, `dim`, `src` (a rank): configuration, even as first input
-    if AMBIGUOUS_NAME.match(name):
-        return T.UNKNOWN  # `idx` is an int as often as an index tensor
-    return T.TENSOR
-
-
-class ParameterUses:
-    """How a method body uses one name: as a tensor (``x.shape``, ``torch.exp(x)``, saved) or as a
-    plain value (``range(n)``, ``x.sum(dim=n)``)."""
-
-    def __init__(self) -> None:
-        self.as_tensor = False
-        self.as_non_tensor = False
-
-
-_TENSOR_ONLY_MEMBERS = NON_TENSOR_ATTRIBUTES | TENSOR_ATTRIBUTES | NON_TENSOR_METHODS | frozenset(
-    {"view", "reshape", "contiguous", "transpose", "t", "permute", "clone", "detach", "exp", "log",
-     "sum", "mean", "matmul", "mm", "bmm", "unsqueeze", "squeeze", "expand", "expand_as", "view_as",
-     "to", "float", "double", "half", "bfloat16", "cuda", "cpu", "new_zeros", "new_ones", "new_empty",
-     "new_full", "new_tensor", "sigmoid", "tanh", "relu", "flatten", "narrow", "masked_fill",
-     "index_select", "gather", "scatter", "type_as", "abs", "sqrt", "pow", "norm", "softmax"}
-)
-
-
-def collect_parameter_uses(
-    body_nodes: Iterable[cst.CSTNode], names: set[str], qualify: Callable[[str], str]
-) -> dict[str, ParameterUses]:
-    uses = {n: ParameterUses() for n in names}
-
-    def target(node: cst.CSTNode) -> Optional[ParameterUses]:
-        return uses.get(node.value) if isinstance(node, cst.Name) else None
-
-    for node in body_nodes:
-        if isinstance(node, cst.Attribute):
-            use = target(node.value)
-            if use is not None:
-                member = node.attr.value
-                if member in _TENSOR_ONLY_MEMBERS or (member.endswith("_") and not member.startswith("_")):
-                    use.as_tensor = True
-        elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.MatrixMultiply):
-            for side in (node.left, node.right):
-                use = target(side)
-                if use is not None:
-                    use.as_tensor = True
-        elif isinstance(node, cst.Call):
-            _call_uses(node, target, qualify)
-    return uses
-
-
-def _call_uses(node: cst.Call, target, qualify: Callable[[str], str]) -> None:
-    name = dotted(node.func) or ""
-    last = name.rsplit(".", 1)[-1]
-    args = positional_args(node)
-    if last in ("save_for_backward", "mark_dirty", "mark_non_differentiable"):
-        for arg in args:
-            use = target(arg.value)
-            if use is not None:
-                use.as_tensor = True
-        return
-    if name in ("range", "int", "bool") or (name == "isinstance" and len(args) == 2 and _is_plain_type(args[1].value)):
-        if args:
-            use = target(args[0].value)
-            if use is not None:
-                use.as_non_tensor = True
-        return
-    for arg in node.args:
-        if arg.keyword is not None and arg.keyword.value in _DIM_KEYWORDS:
-            use = target(arg.value)
-            if use is not None:
-                use.as_non_tensor = True
-    qualified = qualify(name) if name else ""
-    if qualified.startswith("torch.") and "." not in name.split(".")[0] and args:
-        if _torch_call(qualified) is T.TENSOR and not qualified.startswith("torch.nn.functional.pad"):
-            use = target(args[0].value)
-            if use is not None:
-                use.as_tensor = True
-    if (isinstance(node.func, cst.Attribute) and node.func.attr.value in _DIM_TAKING_METHODS
-            and not qualified.startswith("torch")):  # x.sum(n), not torch.logsumexp(x, ...)
-        for arg in args:
-            use = target(arg.value)
-            if use is not None:
-                use.as_non_tensor = True
-
-
-def _is_plain_type(node: cst.BaseExpression) -> bool:
-    names = [node] if not isinstance(node, cst.Tuple) else [e.value for e in node.elements]
-    return all(isinstance(n, cst.Name) and n.value in ("int", "float", "bool", "str", "tuple", "list") for n in names)
-
-
-def annotation_text(param: cst.Param) -> Optional[str]:
-    if param.annotation is None:
-        return None
-    return cst.Module([]).code_for_node(param.annotation.annotation)
-
-
-def keyword_is(call: cst.Call, name: str, value: str) -> bool:
-    kw = call_keyword(call, name)
-    return isinstance(kw, cst.Name) and kw.value == value

@@ -7,6 +7,7 @@ from typing import Optional
 import libcst as cst
 
 from autograd_lint.analysis.class_model import FunctionModel, Method
+from autograd_lint.analysis.flow import enumerate_paths
 from autograd_lint.analysis.syntax import dotted, is_ctx_attr, is_none, last_name
 from autograd_lint.analysis.tensorness import T, TensorJudge
 
@@ -40,11 +41,28 @@ def returned_values(value: Optional[cst.BaseExpression], judge: TensorJudge) -> 
     return None
 
 
-def is_zero_gradient(value: cst.BaseExpression) -> bool:
-    """``torch.zeros_like(x)``, ``x.new_zeros(...)``, ``0``: a deliberate zero gradient."""
+def is_zero_gradient(value: Optional[cst.BaseExpression], judge: Optional[TensorJudge] = None) -> bool:
+    """``None``, ``torch.zeros_like(x)``, ``x.new_zeros(...)``, ``0``, ``(None,) * n``, or a name
+    only ever bound to those: a deliberate absent or zero gradient, not one that ignores
+    grad_output."""
+    if value is None or is_none(value):
+        return True
     if isinstance(value, (cst.Integer, cst.Float)):
         return float(value.evaluated_value) == 0.0
-    return isinstance(value, cst.Call) and last_name(value.func) in _ZERO_FACTORIES
+    if isinstance(value, cst.Call):
+        return last_name(value.func) in _ZERO_FACTORIES
+    if isinstance(value, cst.IfExp):
+        return is_zero_gradient(value.body, judge) and is_zero_gradient(value.orelse, judge)
+    if isinstance(value, (cst.Tuple, cst.List)):
+        return all(is_zero_gradient(e.value, judge) for e in value.elements if not isinstance(e, cst.StarredElement))
+    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Multiply):
+        return is_zero_gradient(value.left, judge) and isinstance(value.left, (cst.Tuple, cst.List))
+    if isinstance(value, cst.Name) and judge is not None:
+        bound = judge.assignments.get(value.value)
+        return bool(bound) and value.value not in judge.known and all(
+            isinstance(b, cst.BaseExpression) and is_zero_gradient(b, judge) for b in bound
+        )
+    return False
 
 
 def is_stub(method: Method) -> bool:
@@ -93,3 +111,12 @@ def call_name(node: cst.Call, model: FunctionModel) -> str:
     """The qualified name of a call's function (``F.relu`` -> ``torch.nn.functional.relu``)."""
     name = dotted(node.func)
     return model.qualify(name) if name else ""
+
+
+def reachable_returns(method: Method) -> list[cst.Return]:
+    """The method's returns that some path reaches (not one after an earlier return)."""
+    paths = enumerate_paths(method.node)
+    if paths is None:
+        return method.returns
+    reached = {id(p.ends_with) for p in paths}
+    return [r for r in method.returns if id(r) in reached]

@@ -6,7 +6,13 @@ from typing import Iterator, Optional
 
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.findings import Finding
-from autograd_lint.rules._common import all_outputs_non_differentiable, plural, raises_only, returned_values
+from autograd_lint.rules._common import (
+    all_outputs_non_differentiable,
+    plural,
+    raises_only,
+    reachable_returns,
+    returned_values,
+)
 
 CODE = "AGL101"
 
@@ -29,7 +35,7 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
                                         f"backward has no return (returns None: 1 value) {problem} ({names})")
             continue
         judge = model.judge(backward)
-        for ret in backward.returns:
+        for ret in reachable_returns(backward):
             values = returned_values(ret.value, judge)
             if values is None or len(values) == 0:  # uncountable, or `return ()`
                 continue

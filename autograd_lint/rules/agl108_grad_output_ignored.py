@@ -9,6 +9,7 @@ import libcst as cst
 from autograd_lint.analysis.flow import enumerate_paths
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.analysis.syntax import names_read
+from autograd_lint.analysis.tensorness import T
 from autograd_lint.findings import Finding
 from autograd_lint.rules._common import is_zero_gradient, returned_values
 
@@ -35,9 +36,9 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
             if not reads or any(reads):
                 continue
             values = returned_values(ret.value, judge)
-            if ret.value is not None and values is None:
-                values = [ret.value]  # a call or name: still a gradient that ignores grad_output
-            if values and any(v is not None and not is_zero_gradient(v) for v in values):
+            if values is None and ret.value is not None and judge(ret.value) is T.TENSOR:
+                values = [ret.value]  # `return ctx.grad`: one tensor, whatever its count
+            if values and any(v is not None and not is_zero_gradient(v, judge) for v in values):
                 yield module.at(
                     CODE, model, backward, ret,
                     f"backward returns a gradient without reading {', '.join(sorted(grads))}: "

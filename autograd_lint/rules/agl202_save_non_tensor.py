@@ -8,7 +8,8 @@ import libcst as cst
 
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.analysis.syntax import is_none
-from autograd_lint.analysis.tensorness import T, judge_parameter
+from autograd_lint.analysis.input_evidence import judge_parameter
+from autograd_lint.analysis.tensorness import T
 from autograd_lint.findings import Finding
 
 CODE = "AGL202"
@@ -28,7 +29,7 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
                 if isinstance(value, cst.Name) and value.value in inputs and save.method.name == "forward":
                     # Only what the input's annotation, default or use says; not its name.
                     p = inputs[value.value]
-                    verdict = judge_parameter(p.name, p.annotation, p.default, uses[p.name], by_name=False)
+                    verdict = judge_parameter(p.name, p.annotation, p.default, uses[p.name], is_first=False, by_name=False)
                 else:
                     verdict = judge(value)
                 if verdict is T.NOT_TENSOR:

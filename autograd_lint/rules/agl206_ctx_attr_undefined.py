@@ -31,6 +31,8 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
             attr = node.attr.value
             if attr in defined or attr in CTX_BUILTINS or attr in guarded or attr.startswith("__"):
                 continue
+            if attr in module.project.grad_fn_attributes:  # set from outside: `y.grad_fn.attr = ...`
+                continue
             finding = module.at(
                 CODE, model, backward, node,
                 f"backward reads ctx.{attr}, which forward/setup_context never set (AttributeError at backward)",

@@ -23,11 +23,11 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
         dirty = _marked_dirty(model)
         if dirty is None:
             continue  # mark_dirty with something we cannot read: trust it
+        # Only inputs known to be tensors: `n += 1` on a plain number is no in-place write.
         tensors = {name for name, verdict in model.input_tensorness.items() if verdict is T.TENSOR}
-        evident = {name for name in tensors if model.input_uses[name].as_tensor} | {model.inputs[0].name} if model.inputs else set()
         for write in input_writes(model, forward, tensors - dirty):
-            if write.how == "augmented assignment" and write.name not in evident:
-                continue  # `n += 1` on an input that may be a plain number
+            if write.through_data:
+                continue  # `x.data[i] = v`: a deliberate write past autograd (real-code-idioms.md)
             yield module.at(
                 CODE, model, forward, write.statement,
                 f"in-place {write.how} on the input {write.name} without ctx.mark_dirty({write.name}): "

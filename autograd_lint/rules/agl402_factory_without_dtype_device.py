@@ -26,7 +26,7 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
             id(node.func.value)
             for node in backward.nodes
             if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _CONVERTERS
-        }
+        } | _index_expressions(backward.nodes)
         for node in backward.nodes:
             if not isinstance(node, cst.Call) or id(node) in converted:
                 continue
@@ -37,8 +37,8 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
             head, _, factory = qualified.rpartition(".")
             if head != "torch" or factory not in FACTORIES:
                 continue
-            if any(a.star == "**" for a in node.args):
-                continue
+            if any(a.star == "**" for a in node.args) or call_keyword(node, "out") is not None:
+                continue  # **factory_kwargs may hold dtype; out= fixes dtype and device
             if call_keyword(node, "dtype") is None and call_keyword(node, "device") is None:
                 yield module.at(
                     CODE, model, backward, node,
@@ -48,3 +48,16 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
                     f"torch.{factory}(...) in backward without dtype= or device=: pass dtype= and device= "
                     f"taken from the gradient",
                 )
+
+
+def _index_expressions(nodes) -> set[int]:
+    """ids of calls used directly as an index (``g[torch.arange(n), target]``): an index tensor
+    may live on the CPU and its dtype is not the gradient's."""
+    ids = set()
+    for node in nodes:
+        if isinstance(node, cst.Subscript):
+            for element in node.slice:
+                index = element.slice
+                if isinstance(index, cst.Index):
+                    ids.add(id(index.value))
+    return ids
