@@ -190,7 +190,12 @@ class FunctionModel:
         }
         for name, method in self.methods.items():
             ctx_names = self.ctx_names(method)
-            local_inputs = uses if name == "forward" else {}
+            if name == "forward":
+                local_inputs = uses
+            elif name == "setup_context":
+                local_inputs = {local: uses[param] for local, param in self.setup_context_inputs.items()}
+            else:
+                local_inputs = {}
 
             def target(node: cst.CSTNode, local_inputs=local_inputs, ctx_names=ctx_names):
                 if isinstance(node, cst.Name):
@@ -215,6 +220,29 @@ class FunctionModel:
             for param, element in zip(inputs, ret.value.elements):
                 if not isinstance(element, cst.StarredElement) and not is_none(element.value):
                     uses[param.name].as_tensor = True
+
+    @cached_property
+    def setup_context_inputs(self) -> dict[str, str]:
+        """Names setup_context unpacks from ``inputs`` -> the forward input at that position
+        (``x, w = inputs`` or ``w = inputs[1]``)."""
+        setup, inputs = self.setup_context, self.inputs or []
+        if setup is None or len(setup.params) < 2:
+            return {}
+        inputs_name = setup.params[1].name
+        result: dict[str, str] = {}
+        for node in setup.nodes:
+            if not isinstance(node, cst.Assign) or len(node.targets) != 1:
+                continue
+            target, value = node.targets[0].target, node.value
+            if isinstance(value, cst.Name) and value.value == inputs_name and isinstance(target, (cst.Tuple, cst.List)):
+                for element, param in zip(target.elements, inputs):
+                    if isinstance(element.value, cst.Name):
+                        result[element.value.value] = param.name
+            elif isinstance(target, cst.Name) and isinstance(value, cst.Subscript):
+                position = _constant_index(value, setup)
+                if position is not None and position < len(inputs):
+                    result[target.value] = inputs[position].name
+        return result
 
     @cached_property
     def output_count(self) -> Optional[int]:

@@ -40,10 +40,10 @@ NON_TENSOR_NAME = re.compile(
     r"batch_first|align_corners|interpolation|keepdim|unbiased|correction|descending|largest|"
     r"sorted|return_\w+|compute_\w+|normalize|norm|norm_type|max_norm|\w+_mode|mesh|stream|"
     r"handle|k_size|window|window_size|head_dim|num_heads|heads|src|dst|tag|max_seqlen\w*|"
-    r"max_s|topk|top_k|\w+_idx|reverse|transpose|trans_\w+|power|BT|BK|BV|BLOCK\w*)$"
+    r"max_s|topk|top_k|reverse|transpose|trans_\w+|power|BT|BK|BV|BLOCK\w*)$"
 )
 # Names that are an int as often as a tensor: no conclusion either way.
-AMBIGUOUS_NAME = re.compile(r"^(idx|index|i|j|start|end|step|pos|position|key)$")
+AMBIGUOUS_NAME = re.compile(r"^(idx|index|i|j|start|end|step|pos|position|key|\w+_idx)$")
 
 _TENSOR_ANNOTATION = re.compile(r"\w*Tensor\b|\bParameter\b")
 _CONTAINER_OR_SCALAR = re.compile(

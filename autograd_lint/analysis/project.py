@@ -112,7 +112,11 @@ class ProjectFacts:
 def facts_from_index(index: ModuleIndex) -> FileFacts:
     facts = FileFacts()
     for info in index.classes:
-        base_names = [q.rsplit(".", 1)[-1] for q in info.qualified_bases if q]
+        # `nn.Conv2d` resolves to torch.nn.Conv2d: it is not the project's Function `Conv2d`.
+        base_names = [
+            q.rsplit(".", 1)[-1] for q in info.qualified_bases
+            if q and (q in FUNCTION_BASES or not q.startswith("torch."))
+        ]
         direct = any(q in FUNCTION_BASES for q in info.qualified_bases)
         facts.classes.append((info.name, base_names, direct or info.is_function))
         facts.class_members[info.name] = (set(info.methods), _ctx_attributes_set(info.node))

@@ -26,10 +26,11 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
             for value in save.args:
                 if is_none(value):
                     continue
-                if isinstance(value, cst.Name) and value.value in inputs and save.method.name == "forward":
+                param = _input_named(model, save.method, value, inputs)
+                if param is not None:
                     # Only what the input's annotation, default or use says; not its name.
-                    p = inputs[value.value]
-                    verdict = judge_parameter(p.name, p.annotation, p.default, uses[p.name], is_first=False, by_name=False)
+                    verdict = judge_parameter(param.name, param.annotation, param.default, uses[param.name],
+                                              is_first=False, by_name=False)
                 else:
                     verdict = judge(value)
                 if verdict is T.NOT_TENSOR:
@@ -40,3 +41,14 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
                         f"(PyTorch raises 'save_for_backward can only save variables')",
                     )
                     break
+
+
+def _input_named(model, method, value, inputs):
+    """The forward input ``value`` names (in forward, or unpacked from ``inputs`` in setup_context)."""
+    if not isinstance(value, cst.Name):
+        return None
+    if method.name == "forward":
+        return inputs.get(value.value)
+    if method.name == "setup_context":
+        return inputs.get(model.setup_context_inputs.get(value.value, ""))
+    return None
