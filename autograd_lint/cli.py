@@ -29,6 +29,7 @@ from autograd_lint.selection import (
     SelectorLayer,
     parse_selectors,
 )
+from autograd_lint.cache import DEFAULT_CACHE_DIR
 from autograd_lint.source import DEFAULT_MAX_FILE_SIZE
 
 PROG = "autograd-lint"
@@ -91,7 +92,8 @@ def _main(argv: list[str]) -> int:
         _warn(f"no Python files found under {', '.join(paths)}")
 
     max_file_size = args.max_file_size or config.max_file_size or DEFAULT_MAX_FILE_SIZE
-    results = _lint(discovered.files, selection_for, max_file_size)
+    results = _lint(discovered.files, selection_for, max_file_size, _jobs_for(args.jobs),
+                    _cache_dir(args, config))
     run = LintRun(results=results, seconds=time.perf_counter() - start)
 
     internal_errors = [
@@ -146,8 +148,14 @@ def build_parser() -> argparse.ArgumentParser:
     files.add_argument("--max-file-size", metavar="BYTES", type=_positive_int,
                        help=f"report larger files as AGL000 without reading them "
                        f"(default: {DEFAULT_MAX_FILE_SIZE} = 5 MB)")
-    files.add_argument("--jobs", "-j", metavar="N", type=_jobs,
-                       help="accepted for forward compatibility; files are linted in one process")
+    files.add_argument("--jobs", "-j", metavar="N", type=_jobs, default="auto",
+                       help="worker processes (default: auto = one per core; a small run stays "
+                       "in one process)")
+    files.add_argument("--no-cache", action="store_true",
+                       help="neither read nor write the cache")
+    files.add_argument("--cache-dir", metavar="DIR",
+                       help=f"where the cache lives (default: {DEFAULT_CACHE_DIR} next to the "
+                       "config file, or in the current directory)")
 
     output = parser.add_argument_group("output")
     output.add_argument("--format", choices=sorted(FORMATS), default="text",
@@ -206,11 +214,25 @@ def _cli_layer(args: argparse.Namespace) -> SelectorLayer:
     )
 
 
-def _lint(files: list[str], selection_for: PerFileSelection, max_file_size: int) -> list:
-    # Imported here: the analysis (libcst) is not needed for --help, --version or --explain.
+def _lint(files: list[str], selection_for: PerFileSelection, max_file_size: int, jobs: int,
+          cache_dir: Optional[str]) -> list:
     from autograd_lint.engine import lint_paths
 
-    return lint_paths(files, selection_for, max_file_size)
+    return lint_paths(files, selection_for, max_file_size, jobs=jobs, cache_dir=cache_dir)
+
+
+def _jobs_for(value: str) -> int:
+    from autograd_lint.engine import default_jobs
+
+    return default_jobs() if value == "auto" else int(value)
+
+
+def _cache_dir(args: argparse.Namespace, config: Config) -> Optional[str]:
+    if args.no_cache:
+        return None
+    if args.cache_dir:
+        return args.cache_dir
+    return str(config.root / (config.cache_dir or DEFAULT_CACHE_DIR))
 
 
 def _write_report(run: LintRun, args: argparse.Namespace, out: TextIO) -> None:

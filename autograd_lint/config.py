@@ -39,6 +39,7 @@ class Config:
     exclude: Optional[tuple[str, ...]] = None  # None: the default excludes
     extend_exclude: tuple[str, ...] = ()
     max_file_size: Optional[int] = None
+    cache_dir: Optional[str] = None  # relative to root
 
     def selector_layer(self) -> SelectorLayer:
         return SelectorLayer(self.select, self.extend_select, self.ignore)
@@ -103,7 +104,7 @@ def _table(document: dict) -> Optional[dict]:
 
 
 _LIST_KEYS = ("select", "extend-select", "ignore", "extend-ignore", "exclude", "extend-exclude")
-KNOWN_KEYS = (*_LIST_KEYS, "per-file-ignores", "max-file-size")
+KNOWN_KEYS = (*_LIST_KEYS, "per-file-ignores", "max-file-size", "cache-dir")
 
 
 def _config_from_table(table: dict, path: Path, warn: Callable[[str], None]) -> Config:
@@ -133,7 +134,14 @@ def _config_from_table(table: dict, path: Path, warn: Callable[[str], None]) -> 
         extend_exclude=tuple(lists.get("extend-exclude", ())),
         max_file_size=_positive_int(table["max-file-size"], "max-file-size", where)
         if "max-file-size" in table else None,
+        cache_dir=_string(table["cache-dir"], "cache-dir", where) if "cache-dir" in table else None,
     )
+
+
+def _string(value: Any, key: str, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{where}: {key!r} must be a non-empty string, not {_type_name(value)}")
+    return value
 
 
 def _type_name(value: Any) -> str:

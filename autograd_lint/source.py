@@ -55,13 +55,18 @@ def read_source(path: str, max_bytes: Optional[int] = DEFAULT_MAX_FILE_SIZE) -> 
     The encoding is found the way Python finds it (PEP 263 coding cookie, UTF-8 BOM, else
     UTF-8), so a file Python can import is a file we can read.
     """
-    data = _read_bytes(path, max_bytes)
+    return text_of(read_bytes(path, max_bytes))
+
+
+def text_of(data: bytes) -> str:
+    """Decode a file's bytes as Python source; SourceError for binary or undecodable data."""
     if is_binary(data):
         raise SourceError("binary file (contains NUL bytes), not Python source")
     return decode_source(data)
 
 
-def _read_bytes(path: str, max_bytes: Optional[int]) -> bytes:
+def read_bytes(path: str, max_bytes: Optional[int]) -> bytes:
+    """The file's bytes; SourceError when it cannot (or must not) be read."""
     try:
         info = os.stat(path)
         if stat.S_ISDIR(info.st_mode):

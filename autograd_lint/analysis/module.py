@@ -9,7 +9,7 @@ from typing import Optional
 import libcst as cst
 
 from autograd_lint.analysis.class_model import FunctionModel, Method, build_function_model
-from autograd_lint.analysis.module_index import CallSite, ModuleIndex, build_module_index
+from autograd_lint.analysis.module_index import CallSite, ModuleIndex, ModuleSkeleton, build_module_index
 from autograd_lint.analysis.project import ProjectFacts
 from autograd_lint.analysis.snippet import Span, parse_class
 from autograd_lint.findings import Finding
@@ -62,8 +62,9 @@ class ModuleAnalysis:
                             message, model)
 
 
-def analyse_module(path: str, text: str, tree: ast.Module, project: ProjectFacts) -> ModuleAnalysis:
-    index = build_module_index(tree, text, project.function_names)
+def analyse_module(path: str, text: str, tree: ast.Module, project: ProjectFacts,
+                   skeleton: Optional[ModuleSkeleton] = None) -> ModuleAnalysis:
+    index = build_module_index(tree, text, project.function_names, skeleton)
     lines = text.splitlines(keepends=True)
     analysis = ModuleAnalysis(path=path, lines=lines, index=index, project=project)
     local_models: dict[str, FunctionModel] = {}

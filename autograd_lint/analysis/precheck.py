@@ -1,68 +1,75 @@
-"""The cheap text checks that decide whether a file is worth parsing at all.
+"""The cheap text pass that decides whether a file is worth parsing at all.
 
-Reading bytes costs ~0.07 s for all of torch; parsing costs seconds. A file can define a
-Function class only if some ``class X(...)`` statement names ``...Function`` (or a Function
-class of the project) among its bases; it can use one only if it names one.
+Reading bytes costs ~0.07 s for all of torch; parsing costs seconds. One regex pass per file
+keeps what the engine needs to decide (a ``TextSummary``, small and cacheable): can it define a
+Function class, subclass one of the project's, use one (import it, ``X.apply``), call
+gradcheck? The decisions are then set intersections with the project's Function names, with no
+second pass over the text.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from dataclasses import dataclass
+from typing import AbstractSet
 
-# `class X(Function)`, `class X(ag.Function)`, `class X(InplaceFunction, metaclass=M)`; the
-# bases may span lines ([^)] matches newlines). Deliberately loose: a false hit only costs a parse.
-_FUNCTION_CLASS = re.compile(r"^[ \t]*class[ \t]+\w+[ \t]*\([^)]*Function", re.M)
+from autograd_lint.analysis.module_index import imported_words
 
-
-def may_define_function(text: str) -> bool:
-    """Could ``text`` define a class deriving from torch's Function directly?"""
-    return "Function" in text and _FUNCTION_CLASS.search(text) is not None
-
-
-def names_pattern(names: Iterable[str]) -> "re.Pattern[str] | None":
-    """A regex matching any of ``names`` as a whole word (None when there are none)."""
-    names = sorted(set(names))
-    if not names:
-        return None
-    return re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\b")
+# Class statements with their bases (which may span lines: [^)] matches newlines).
+_CLASS_BASES = re.compile(r"^[ \t]*class[ \t]+\w+[ \t]*\(([^)]*)\)", re.M)
+_APPLY = re.compile(r"\.apply\b")
+_NAME_AT_END = re.compile(r"(\w+)\Z")
+_GRAD_FN_ATTRIBUTE = re.compile(r"\.grad_fn\.(\w+)\s*=(?!=)")
+_WORD = re.compile(r"\w+")
 
 
-def may_subclass(text: str, base_names: "re.Pattern[str] | None") -> bool:
-    """Could ``text`` define a subclass of one of the project's Function classes?"""
-    if base_names is None or "class" not in text:
-        return False
-    for match in re.finditer(r"^[ \t]*class[ \t]+\w+[ \t]*\(([^)]*)\)", text, re.M):
-        if base_names.search(match.group(1)):
-            return True
-    return False
+@dataclass(frozen=True)
+class TextSummary:
+    """What one file's text can contribute, read without parsing it."""
+
+    defines_function: bool  # a `class X(...Function...)` statement
+    base_words: frozenset[str]  # words in the bases of every class statement
+    imported_words: frozenset[str]  # words on import lines
+    applied_names: frozenset[str]  # `X` of every `X.apply`
+    mentions_gradcheck: bool
+    # Attributes set on a ctx from outside its Function: `y.grad_fn.attr = ...` (an output's
+    # grad_fn is its ctx; fairscale's pipeline sets what backward reads that way).
+    grad_fn_attributes: frozenset[str]
+
+    def may_subclass(self, function_names: AbstractSet[str]) -> bool:
+        """Could it define a subclass of one of these Function classes?"""
+        return not self.base_words.isdisjoint(function_names)
+
+    def may_use(self, function_names: AbstractSet[str]) -> bool:
+        """Could it call gradcheck, or use one of these Function classes (import it, apply it)?"""
+        return self.mentions_gradcheck or not (
+            self.imported_words.isdisjoint(function_names) and self.applied_names.isdisjoint(function_names)
+        )
 
 
-def uses_pattern(names: Iterable[str]) -> "re.Pattern[str] | None":
-    """Matches a use of one of ``names`` from another file: ``Name.apply`` or an import line
-    naming it (then ``Name(...)`` or ``Name.apply`` follow)."""
-    names = sorted(set(names))
-    if not names:
-        return None
-    alternatives = "|".join(map(re.escape, names))
-    return re.compile(
-        rf"\b(?:{alternatives})\.apply\b|^[ \t]*(?:from|import)\b[^\n]*\b(?:{alternatives})\b", re.M
+def summarize(text: str) -> TextSummary:
+    base_words: set[str] = set()
+    if "class" in text:
+        for match in _CLASS_BASES.finditer(text):
+            base_words.update(_WORD.findall(match.group(1)))
+    return TextSummary(
+        defines_function=any(word.endswith("Function") for word in base_words),
+        base_words=frozenset(base_words),
+        imported_words=frozenset(imported_words(text)),
+        applied_names=_applied_names(text),
+        mentions_gradcheck="gradcheck" in text,
+        grad_fn_attributes=frozenset(_GRAD_FN_ATTRIBUTE.findall(text)) if ".grad_fn." in text else frozenset(),
     )
 
 
-def may_use_functions(text: str, uses: "re.Pattern[str] | None") -> bool:
-    """Could ``text`` call gradcheck or use a Function class of another file (see uses_pattern)?"""
-    if "gradcheck" in text:
-        return True
-    return uses is not None and uses.search(text) is not None
-
-
-_GRAD_FN_ATTRIBUTE = re.compile(r"\.grad_fn\.(\w+)\s*=(?!=)")
-
-
-def grad_fn_attributes(text: str) -> set[str]:
-    """Attributes set on a ctx from outside its Function: ``y.grad_fn.attr = ...`` (the
-    ``grad_fn`` of an output is its ctx). backward may read them (fairscale's pipeline does)."""
-    if ".grad_fn." not in text:
-        return set()
-    return set(_GRAD_FN_ATTRIBUTE.findall(text))
+def _applied_names(text: str) -> frozenset[str]:
+    """``X`` of every ``X.apply`` (the literal first: a leading ``\\w+`` would be tried at every
+    position of the text)."""
+    if ".apply" not in text:
+        return frozenset()
+    names = set()
+    for match in _APPLY.finditer(text):
+        name = _NAME_AT_END.search(text, max(0, match.start() - 100), match.start())
+        if name:
+            names.add(name.group(1))
+    return frozenset(names)

@@ -10,6 +10,7 @@ same facts.
 from __future__ import annotations
 
 import ast
+import hashlib
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
@@ -43,6 +44,11 @@ class ProjectFacts:
     class_members: dict[str, tuple[set[str], Optional[set[str]]]] = field(default_factory=dict)
     # ctx attributes some code sets from outside the Function, through an output's grad_fn
     grad_fn_attributes: frozenset[str] = frozenset()
+
+    def fingerprint(self) -> str:
+        """A hash of everything here, the same in every process (sets are sorted, so Python's
+        per-process string hashing does not change it): the cache key of the per-file results."""
+        return hashlib.blake2b(repr(_canonical(self.__dict__)).encode(), digest_size=16).hexdigest()
 
     def inherited(self, base_names: Iterable[str]) -> Optional[tuple[set[str], set[str]]]:
         """Methods and ctx attributes that Function classes named ``base_names`` (defined in any
@@ -123,12 +129,12 @@ def facts_from_index(index: ModuleIndex) -> FileFacts:
     facts.apply_arg_counts = {k: list(v) for k, v in index.apply_arg_counts.items()}
     for call in index.gradcheck_calls:
         facts.gradchecked_names |= call.reached_names
-    for statement in index.tree.body:
+    apply_lines = sorted(line for lines in index.apply_lines.values() for line in lines)
+    for statement in index.tree.body if apply_lines else ():
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
             applied = {
-                node.value.id
-                for node in ast.walk(statement)
-                if isinstance(node, ast.Attribute) and node.attr == "apply" and isinstance(node.value, ast.Name)
+                name for name, lines in index.apply_lines.items()
+                if any(statement.lineno <= line <= (statement.end_lineno or statement.lineno) for line in lines)
             }
             if applied:
                 facts.helpers[statement.name] = applied
@@ -169,3 +175,13 @@ def _ctx_attributes_set(node: ast.ClassDef) -> Optional[set[str]]:
                         else:
                             return None
     return attrs
+
+
+def _canonical(value):
+    if isinstance(value, dict):
+        return sorted((str(k), _canonical(v)) for k, v in value.items())
+    if isinstance(value, (set, frozenset)):
+        return sorted(map(str, value))
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v) for v in value]
+    return value

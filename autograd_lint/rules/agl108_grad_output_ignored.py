@@ -27,13 +27,20 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
             continue
         judge = model.judge(backward)
         reads_by_return: dict[int, list[bool]] = {}
+        reads_grad: dict[int, bool] = {}  # path elements are shared between paths: read each once
+
+        def reads(element) -> bool:
+            if id(element) not in reads_grad:
+                reads_grad[id(element)] = bool(names_read(element) & grads)
+            return reads_grad[id(element)]
+
         for path in paths:
             if isinstance(path.ends_with, cst.Return):
-                reads = any(names_read(element) & grads for element in path.elements)
-                reads_by_return.setdefault(id(path.ends_with), []).append(reads)
+                reads_on_path = any(reads(element) for element in path.elements)
+                reads_by_return.setdefault(id(path.ends_with), []).append(reads_on_path)
         for ret in backward.returns:
-            reads = reads_by_return.get(id(ret))
-            if not reads or any(reads):
+            seen = reads_by_return.get(id(ret))
+            if not seen or any(seen):
                 continue
             values = returned_values(ret.value, judge)
             if values is None and ret.value is not None and judge(ret.value) is T.TENSOR:

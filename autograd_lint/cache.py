@@ -1,0 +1,136 @@
+"""The content-hash cache: a second run over an unchanged tree does almost no work.
+
+Three layers, each keyed by what its value depends on:
+- a file's ``TextSummary`` and its project ``FileFacts``: the file's bytes (their hash);
+- a file's lint result: its bytes, the project-wide facts (a fingerprint of ``ProjectFacts``:
+  a change in another file that matters invalidates it) and the effective selection of codes;
+- and, to avoid even reading unchanged files, path + size + mtime + inode -> the bytes' hash
+  (the same trust ruff and make place in file metadata).
+Everything is stamped with the tool's version and the size and mtime of its own source files,
+so an upgrade (or an edit of the linter itself) starts afresh. One pickle file per
+cache directory; the directory holds a ``.gitignore`` of ``*`` so it never lands in a commit.
+A cache that cannot be read or written is simply not used: linting never fails because of it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from autograd_lint import __version__
+
+DEFAULT_CACHE_DIR = ".autograd_lint_cache"
+_FILE_NAME = "cache-v1.pickle"
+# Entries kept per layer: enough for very large monorepos, bounded so the file cannot grow forever.
+_MAX_ENTRIES = 200_000
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+@dataclass
+class Cache:
+    directory: str
+    stats: dict[str, tuple[tuple[int, int, int], str]] = field(default_factory=dict)
+    summaries: dict[str, Any] = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)
+    results: dict[tuple[str, str, str], Any] = field(default_factory=dict)
+    dirty: bool = False
+
+    @classmethod
+    def load(cls, directory: str) -> "Cache":
+        cache = cls(directory)
+        try:
+            with open(os.path.join(directory, _FILE_NAME), "rb") as handle:
+                stored = pickle.load(handle)
+        except (OSError, EOFError, pickle.PickleError, AttributeError, ImportError, ValueError, TypeError):
+            return cache
+        if isinstance(stored, dict) and stored.get("version") == _implementation_stamp():
+            cache.stats = stored.get("stats", {})
+            cache.summaries = stored.get("summaries", {})
+            cache.facts = stored.get("facts", {})
+            cache.results = stored.get("results", {})
+        return cache
+
+    # --- file metadata -> content hash -----------------------------------------------------
+    def known_hash(self, path: str) -> Optional[str]:
+        """The content hash recorded for ``path`` if its metadata has not changed since."""
+        entry = self.stats.get(path)
+        if entry is None:
+            return None
+        stamp = _stamp(path)
+        return entry[1] if stamp is not None and stamp == entry[0] else None
+
+    def remember_hash(self, path: str, digest: str) -> None:
+        stamp = _stamp(path)
+        if stamp is not None and self.stats.get(path) != (stamp, digest):
+            self.stats[path] = (stamp, digest)
+            self.dirty = True
+
+    # --- the layers ------------------------------------------------------------------------
+    def put(self, layer: dict, key, value) -> None:
+        layer.pop(key, None)  # re-inserted last: the newest entries survive the size bound
+        layer[key] = value
+        self.dirty = True
+
+    def save(self) -> None:
+        if not self.dirty:
+            return
+        try:
+            os.makedirs(self.directory, exist_ok=True)
+            gitignore = os.path.join(self.directory, ".gitignore")
+            if not os.path.exists(gitignore):
+                with open(gitignore, "w", encoding="utf-8") as handle:
+                    handle.write("# Created by autograd-lint.\n*\n")
+            stored = {
+                "version": _implementation_stamp(),
+                "stats": _newest(self.stats),
+                "summaries": _newest(self.summaries),
+                "facts": _newest(self.facts),
+                "results": _newest(self.results),
+            }
+            # Write then rename: a crash or a parallel run never leaves half a cache file.
+            handle, temporary = tempfile.mkstemp(dir=self.directory, prefix=".cache-")
+            with os.fdopen(handle, "wb") as out:
+                pickle.dump(stored, out, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(temporary, os.path.join(self.directory, _FILE_NAME))
+        except OSError:
+            pass  # a read-only tree: run without a cache
+
+
+def _stamp(path: str) -> Optional[tuple[int, int, int]]:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_size, info.st_mtime_ns, info.st_ino)
+
+
+def _newest(layer: dict) -> dict:
+    """The last ``_MAX_ENTRIES`` entries (dicts keep insertion order: the oldest go first)."""
+    if len(layer) <= _MAX_ENTRIES:
+        return layer
+    keys = list(layer)[-_MAX_ENTRIES:]
+    return {k: layer[k] for k in keys}
+
+
+_STAMP: Optional[str] = None
+
+
+def _implementation_stamp() -> str:
+    global _STAMP
+    if _STAMP is None:
+        package = os.path.dirname(os.path.abspath(__file__))
+        parts = [__version__]
+        for directory, _, names in sorted(os.walk(package)):
+            for name in sorted(names):
+                if name.endswith(".py"):
+                    info = os.stat(os.path.join(directory, name))
+                    parts.append(f"{name}:{info.st_size}:{info.st_mtime_ns}")
+        _STAMP = hashlib.blake2b("|".join(parts).encode(), digest_size=16).hexdigest()
+    return _STAMP

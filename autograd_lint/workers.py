@@ -1,0 +1,242 @@
+"""Who does the per-file work, and where: in this process or in worker processes.
+
+A file's work comes in three steps (summarise its text; gather its project facts; lint it) with
+a project-wide merge between steps 2 and 3. A ``FileWorker`` keeps each file it was given (its
+text, syntax tree and statement walk) from one step to the next, so nothing is read or parsed
+twice. ``WorkerPool`` gives every file to one fixed worker for the whole run - in this process
+for small runs, else one worker per process ("sticky" workers: the trees never travel between
+processes; only small summaries, facts and results do).
+"""
+
+from __future__ import annotations
+
+import ast
+import gc
+import multiprocessing
+import sys
+import traceback
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Optional, Sequence, Union
+
+from autograd_lint.analysis.precheck import TextSummary, summarize
+from autograd_lint.analysis.project import FileFacts, ProjectFacts, facts_from_index
+from autograd_lint.cache import content_hash
+from autograd_lint.findings import Finding
+from autograd_lint.source import SourceError, read_bytes, text_of
+
+
+@dataclass
+class FileResult:
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    function_classes: int = 0
+    # "path: what went wrong" for failures of the linter itself (a rule crashing on this file).
+    internal_errors: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Summary:
+    """Step 1's answer for one file: its content hash and text summary, or why it is unreadable."""
+
+    digest: Optional[str] = None
+    summary: Optional[TextSummary] = None
+    error: Optional[Finding] = None
+
+
+Facts = Union[FileFacts, Finding]  # step 2's answer: the file's facts, or its AGL000
+
+
+@dataclass
+class _File:
+    path: str
+    text: Optional[str] = None
+    digest: Optional[str] = None
+    tree: Optional[ast.Module] = None
+    skeleton: object = None  # module_index.ModuleSkeleton, once walked
+    error: Optional[Finding] = None
+
+
+class FileWorker:
+    """Does the steps for the files given to it, keeping what one step leaves for the next."""
+
+    def __init__(self, max_file_size: Optional[int]) -> None:
+        self.max_file_size = max_file_size
+        self.files: dict[str, _File] = {}
+
+    def _file(self, path: str) -> _File:
+        if path not in self.files:
+            self.files[path] = _File(path)
+        return self.files[path]
+
+    def summarize(self, paths: Sequence[str]) -> list[Summary]:
+        results = []
+        for path in paths:
+            file = self._file(path)
+            if self._read(file):
+                summary = summarize(file.text)
+                results.append(Summary(file.digest, summary))
+                if not (summary.defines_function or summary.mentions_gradcheck):
+                    del self.files[path]  # most files never matter: read again if one does
+            else:
+                results.append(Summary(error=file.error))
+        return results
+
+    def facts(self, paths: Sequence[str]) -> list[Facts]:
+        from autograd_lint.analysis.module_index import build_module_index, collect_skeleton
+
+        results: list[Facts] = []
+        for path in paths:
+            file = self._file(path)
+            if not self._parse(file):
+                results.append(file.error)
+                continue
+            file.skeleton = collect_skeleton(file.tree, file.text)
+            results.append(facts_from_index(build_module_index(file.tree, file.text, skeleton=file.skeleton)))
+        return results
+
+    def lint(self, jobs: Sequence[tuple[str, frozenset[str]]], project: ProjectFacts,
+             honour_noqa: bool = True) -> list[FileResult]:
+        results = [self._lint_one(path, codes, project, honour_noqa) for path, codes in jobs]
+        for path, _ in jobs:  # done with these: let their trees go
+            self.files.pop(path, None)
+        return results
+
+    # --- the pieces ------------------------------------------------------------------------
+    def _read(self, file: _File) -> bool:
+        if file.text is not None:
+            return True
+        if file.error is not None:
+            return False
+        try:
+            data = read_bytes(file.path, self.max_file_size)
+            file.digest = content_hash(data)
+            file.text = text_of(data)
+        except SourceError as error:
+            file.error = agl000(file.path, error.message)
+            return False
+        return True
+
+    def _parse(self, file: _File) -> bool:
+        if file.tree is not None:
+            return True
+        if not self._read(file):
+            return False
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # invalid escape sequences and the like
+                file.tree = ast.parse(file.text, filename=file.path)
+        except (SyntaxError, ValueError, MemoryError, RecursionError) as error:
+            file.error = agl000(file.path, _syntax_message(error))
+            return False
+        return True
+
+    def _lint_one(self, path: str, codes: frozenset[str], project: ProjectFacts, honour_noqa: bool) -> FileResult:
+        # Imported here: a run answered from the cache never loads libcst or the rules.
+        from autograd_lint.analysis.module import analyse_module
+        from autograd_lint.rules import RULE_CHECKS
+        from autograd_lint.suppression import apply_suppressions
+
+        file = self._file(path)
+        result = FileResult(path)
+        if not self._parse(file):
+            if file.error is not None and "AGL000" in codes:
+                result.findings.append(file.error)
+            return result
+        try:
+            module = analyse_module(path, file.text, file.tree, project, file.skeleton)
+        except Exception:  # noqa: BLE001 - a bug of ours must not stop the run
+            result.internal_errors.append(f"{path}: analysis failed: {_short_traceback()}")
+            return result
+        result.function_classes = len(module.classes)
+        for name in module.unparsed:
+            result.internal_errors.append(f"{path}: libcst could not parse class {name}")
+        findings: list[Finding] = []
+        for code, check in RULE_CHECKS.items():
+            if code not in codes:
+                continue
+            try:
+                findings.extend(check(module))
+            except Exception:  # noqa: BLE001 - one rule failing on one file must not stop the others
+                result.internal_errors.append(f"{path}: rule {code} failed: {_short_traceback()}")
+        spans = [
+            (m.info.node.lineno, min([m.info.node.lineno] + [d.lineno for d in m.info.node.decorator_list]),
+             m.info.node.end_lineno or m.info.node.lineno)
+            for m in module.classes
+        ]
+        result.findings = sorted(set(apply_suppressions(findings, module.lines, spans, honour_noqa)))
+        return result
+
+
+# --- the pool -------------------------------------------------------------------------------
+
+class WorkerPool:
+    """Gives each file to one fixed worker for the whole run, and runs a step on all of them."""
+
+    def __init__(self, jobs: int, max_file_size: Optional[int], file_count: int) -> None:
+        self.jobs = max(1, min(jobs, file_count))
+        self.local: Optional[FileWorker] = FileWorker(max_file_size) if self.jobs == 1 else None
+        self.executors: list[ProcessPoolExecutor] = []
+        if self.local is None:
+            context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
+            self.executors = [
+                ProcessPoolExecutor(1, mp_context=context, initializer=_start_worker, initargs=(max_file_size,))
+                for _ in range(self.jobs)
+            ]
+
+    def worker_of(self, index: int) -> int:
+        return index % self.jobs
+
+    def run(self, step: str, tasks: list[tuple[int, object]], *extra) -> dict[int, object]:
+        """Run ``step`` ("summarize", "facts", "lint") on tasks ``(file index, payload)``; each
+        task goes to the worker that owns its file. Returns file index -> answer."""
+        if not tasks:
+            return {}
+        shards: dict[int, list[tuple[int, object]]] = {}
+        for index, payload in tasks:
+            shards.setdefault(self.worker_of(index), []).append((index, payload))
+        if self.local is not None:
+            answers = {w: getattr(self.local, step)([p for _, p in shard], *extra) for w, shard in shards.items()}
+        else:
+            futures = {w: self.executors[w].submit(_run_step, step, [p for _, p in shard], *extra)
+                       for w, shard in shards.items()}
+            answers = {w: future.result() for w, future in futures.items()}
+        return {index: answer for w, shard in shards.items() for (index, _), answer in zip(shard, answers[w])}
+
+    def close(self) -> None:
+        for executor in self.executors:
+            executor.shutdown(wait=True, cancel_futures=True)
+
+
+_WORKER: Optional[FileWorker] = None
+
+
+def _start_worker(max_file_size: Optional[int]) -> None:
+    global _WORKER
+    gc.disable()  # see engine.lint_paths
+    _WORKER = FileWorker(max_file_size)
+
+
+def _run_step(step: str, payloads: list, *extra) -> list:
+    return getattr(_WORKER, step)(payloads, *extra)
+
+
+# --- messages -------------------------------------------------------------------------------
+
+def agl000(path: str, message: str) -> Finding:
+    return Finding(path=path, line=1, column=1, end_line=1, end_column=1, code="AGL000", message=message)
+
+
+def _syntax_message(error: BaseException) -> str:
+    if isinstance(error, SyntaxError):
+        where = f" (line {error.lineno}" + (f", column {error.offset})" if error.offset else ")") if error.lineno else ""
+        return f"could not parse: {type(error).__name__}: {error.msg}{where}"
+    if isinstance(error, (MemoryError, RecursionError)):
+        return "could not parse: the file is nested too deeply for the parser"
+    return f"could not parse: {error}"
+
+
+def _short_traceback() -> str:
+    lines = traceback.format_exc().strip().splitlines()
+    return " | ".join(lines[-3:])
