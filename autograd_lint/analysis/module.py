@@ -12,6 +12,7 @@ from autograd_lint.analysis.class_model import FunctionModel, Method, build_func
 from autograd_lint.analysis.module_index import CallSite, ModuleIndex, ModuleSkeleton, build_module_index
 from autograd_lint.analysis.project import ProjectFacts
 from autograd_lint.analysis.snippet import Span, parse_class
+from autograd_lint.analysis.syntax import source_lines
 from autograd_lint.findings import Finding
 
 
@@ -65,7 +66,7 @@ class ModuleAnalysis:
 def analyse_module(path: str, text: str, tree: ast.Module, project: ProjectFacts,
                    skeleton: Optional[ModuleSkeleton] = None) -> ModuleAnalysis:
     index = build_module_index(tree, text, project.function_names, skeleton)
-    lines = text.splitlines(keepends=True)
+    lines = source_lines(text)
     analysis = ModuleAnalysis(path=path, lines=lines, index=index, project=project)
     local_models: dict[str, FunctionModel] = {}
     for info in index.function_classes:

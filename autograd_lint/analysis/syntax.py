@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Iterator, Optional
 
 import libcst as cst
@@ -120,3 +121,13 @@ def small_statements(statement: cst.CSTNode) -> list[cst.BaseSmallStatement]:
     if isinstance(statement, cst.SimpleStatementLine):
         return list(statement.body)
     return []
+
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def source_lines(text: str) -> list[str]:
+    """The lines of a module as Python numbers them (ends kept). Not ``str.splitlines``: that
+    also breaks at form feeds, ``\x1c``-``\x1e`` and ``\u2028``, which Python allows inside
+    comments and strings, and line numbers would drift from the parser's."""
+    return _LINE.findall(text)

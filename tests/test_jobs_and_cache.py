@@ -1,0 +1,88 @@
+"""Parallel and cached runs give exactly the findings of a serial, cold run (issue 3).
+
+The tree is the fixtures copied three times (well over the engine's parallel threshold, so
+`--jobs 2` really uses worker processes), linted with the real CLI.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autograd_lint.engine import PARALLEL_THRESHOLD
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def lint(tree: Path, *options: str) -> tuple[int, list]:
+    process = subprocess.run(
+        [sys.executable, "-m", "autograd_lint", "--format", "json", "--select", "ALL", *options, "."],
+        cwd=tree, capture_output=True, text=True, timeout=300,
+    )
+    assert "Traceback" not in process.stderr, process.stderr
+    assert process.returncode in (0, 1), process.stderr
+    findings = json.loads(process.stdout)["findings"]
+    return process.returncode, sorted((f["path"], f["line"], f["column"], f["code"], f["message"]) for f in findings)
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("tree")
+    for copy in ("a", "b", "c"):
+        shutil.copytree(REPO / "fixtures", root / copy)
+    assert sum(1 for _ in root.rglob("*.py")) >= 2 * PARALLEL_THRESHOLD
+    return root
+
+
+def test_serial_parallel_cold_and_warm_agree(tree: Path):
+    serial = lint(tree, "--no-cache", "--jobs", "1")
+    assert serial[1], "the fixtures must produce findings"
+    assert lint(tree, "--no-cache", "--jobs", "2") == serial
+    cache = tree / "cache"
+    assert lint(tree, "--cache-dir", str(cache), "--jobs", "2") == serial  # cold: fills the cache
+    assert (cache / ".gitignore").read_text().strip().endswith("*")
+    assert lint(tree, "--cache-dir", str(cache), "--jobs", "2") == serial  # warm
+    assert lint(tree, "--cache-dir", str(cache), "--jobs", "1") == serial  # warm, serial
+
+
+def test_cache_sees_changed_files_and_project_wide_facts(tmp_path: Path):
+    """A changed file is linted again; a change in another file that alters the project facts
+    (here: a base class gains the ctx attribute a subclass reads) changes the subclass's result."""
+    base = tmp_path / "base.py"
+    sub = tmp_path / "sub.py"
+    base.write_text(
+        "import torch\n\n\nclass Base(torch.autograd.Function):\n"
+        "    @staticmethod\n    def forward(ctx, x):\n        return x * 2\n"
+    )
+    sub.write_text(
+        "from base import Base\n\n\nclass Sub(Base):\n"
+        "    @staticmethod\n    def backward(ctx, grad):\n        return grad * ctx.scale\n"
+    )
+    cache = str(tmp_path / "cache")
+    _, first = lint(tmp_path, "--cache-dir", cache)
+    assert [f[3] for f in first] == ["AGL206"]
+    base.write_text(base.read_text().replace("return x * 2", "ctx.scale = 2.0\n        return x * 2"))
+    assert lint(tmp_path, "--cache-dir", cache)[1] == []
+    sub.write_text(sub.read_text().replace("ctx.scale", "ctx.factor"))
+    _, last = lint(tmp_path, "--cache-dir", cache)
+    assert [(f[0], f[3]) for f in last] == [("./sub.py", "AGL206")]
+
+
+def test_no_cache_writes_nothing(tmp_path: Path):
+    (tmp_path / "m.py").write_text("import torch\n")
+    lint(tmp_path, "--no-cache")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.py"]
+
+
+def test_a_corrupt_cache_is_ignored(tmp_path: Path):
+    (tmp_path / "m.py").write_text("import torch\nclass F(torch.autograd.Function):\n    pass\n")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "cache-v1.pickle").write_bytes(b"not a pickle")
+    code, findings = lint(tmp_path, "--cache-dir", str(cache))
+    assert code == 0 and findings == []
