@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""How fast is autograd-lint next to its peers, measured in one run on the same machine.
+
+For each tree (default: the installed torch package; add more with --tree), every command is
+run --rounds times and the median wall time and the peak memory (the sum of the resident
+memory of the command's whole process tree, sampled every 5 ms) are reported:
+
+- floor: read every .py file's bytes (the least any linter must do), and `grep -r` for `Function`;
+- ruff: `ruff check --no-cache` with its default rules (the speed bar of the issue);
+- autograd-lint cold (`--no-cache`, all cores), cold serial (`--jobs 1`), warm (cache filled);
+- with --flake8: flake8 with its default plugins, and with ours added (`--select E,F,W,C90` vs
+  the same plus AGL; slow: bench/flake8_overhead.py is the detailed measurement).
+
+It prints a table with each time as a ratio to ruff's, and writes everything as JSON (--out).
+Usage, from the repository root with the venv active (ruff is needed: `pip install ruff`)::
+
+    python bench/run.py                          # torch, 5 rounds
+    python bench/run.py --rounds 3 --tree ~/src/kornia --out bench/results.json
+
+This is a benchmark, not a test: nothing here asserts a number.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def torch_dir() -> Path:
+    spec = importlib.util.find_spec("torch")  # without importing it
+    if spec is None or not spec.submodule_search_locations:
+        sys.exit("torch is not installed: pass --tree PATH")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def run_measured(command: list[str], cwd: Path) -> tuple[float, int]:
+    """Wall seconds and peak RSS (bytes) of the command's whole process tree."""
+    start = time.perf_counter()
+    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    peak = 0
+    while process.poll() is None:
+        peak = max(peak, _tree_rss(process.pid))
+        time.sleep(0.005)
+    return time.perf_counter() - start, peak
+
+
+def _tree_rss(pid: int) -> int:
+    total, pending = 0, [pid]
+    while pending:
+        current = pending.pop()
+        try:
+            with open(f"/proc/{current}/status") as status:
+                for line in status:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1]) * 1024
+            with open(f"/proc/{current}/task/{current}/children") as children:
+                pending.extend(int(c) for c in children.read().split())
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+def read_all(tree: str) -> None:  # the floor: what reading every file costs
+    for directory, _, names in os.walk(tree):
+        for name in names:
+            if name.endswith(".py"):
+                with open(os.path.join(directory, name), "rb") as handle:
+                    handle.read()
+
+
+def commands(tree: Path, cache_dir: Path, with_flake8: bool) -> dict[str, list[str]]:
+    python = sys.executable
+    lint = [python, "-m", "autograd_lint", "--quiet", "--exit-zero"]
+    found = {
+        "floor: read bytes": [python, "-c", f"import runpy,sys; sys.argv=['', {str(tree)!r}]; "
+                              f"runpy.run_path({str(Path(__file__))!r}, run_name='read_all')"],
+        "floor: grep Function": ["grep", "-rl", "--include=*.py", "Function", str(tree)],
+        "ruff check (default rules)": [_ruff() or "ruff", "check", "--no-cache", "--exit-zero", "--quiet", str(tree)],
+        "autograd-lint cold": [*lint, "--no-cache", str(tree)],
+        "autograd-lint cold --jobs 1": [*lint, "--no-cache", "--jobs", "1", str(tree)],
+        "autograd-lint warm": [*lint, "--cache-dir", str(cache_dir), str(tree)],
+    }
+    if with_flake8:  # ~1.5 min a run on torch here; bench/flake8_overhead.py measures it in detail
+        found["flake8 (E,F,W,C90)"] = [python, "-m", "flake8", "--exit-zero", "--select", "E,F,W,C90", str(tree)]
+        found["flake8 (E,F,W,C90) + autograd-lint"] = [python, "-m", "flake8", "--exit-zero", "--select",
+                                                       "E,F,W,C90,AGL", str(tree)]
+    if _ruff() is None:
+        del found["ruff check (default rules)"]
+    return found
+
+
+def _ruff():
+    beside = Path(sys.executable).parent / "ruff"  # the venv's, when it is not activated
+    return str(beside) if beside.exists() else shutil.which("ruff")
+
+
+def bench_tree(tree: Path, rounds: int, with_flake8: bool) -> dict:
+    with tempfile.TemporaryDirectory() as scratch:
+        cache_dir = Path(scratch) / "cache"
+        table = commands(tree, cache_dir, with_flake8)
+        subprocess.run(table["autograd-lint warm"], cwd=REPO, capture_output=True)  # fill the cache
+        rows = {}
+        for name, command in table.items():
+            times, peaks = [], []
+            for _ in range(rounds):
+                seconds, peak = run_measured(command, REPO)
+                times.append(seconds)
+                peaks.append(peak)
+            rows[name] = {"median_s": statistics.median(times), "runs_s": times, "peak_rss_mb": max(peaks) / 2**20}
+            print(f"  {name:<40} {rows[name]['median_s']:8.2f} s  {rows[name]['peak_rss_mb']:7.0f} MB", flush=True)
+    files = sum(1 for _ in tree.rglob("*.py"))
+    size = sum(p.stat().st_size for p in tree.rglob("*.py"))
+    return {"tree": str(tree), "files": files, "megabytes": size / 1e6, "rows": rows}
+
+
+def print_table(result: dict) -> None:
+    rows = result["rows"]
+    ruff = rows.get("ruff check (default rules)", {}).get("median_s")
+    print(f"\n{result['tree']}: {result['files']} files, {result['megabytes']:.1f} MB")
+    print(f"| command | median s | x ruff | peak MB |\n|---|---:|---:|---:|")
+    for name, row in rows.items():
+        ratio = f"{row['median_s'] / ruff:.2f}" if ruff else "-"
+        print(f"| {name} | {row['median_s']:.2f} | {ratio} | {row['peak_rss_mb']:.0f} |")
+    cold, warm = rows["autograd-lint cold"]["median_s"], rows["autograd-lint warm"]["median_s"]
+    line = f"\nwarm / cold: {warm / cold:.3f}" + (f"   cold / ruff: {cold / ruff:.2f}" if ruff else "")
+    if "flake8 (E,F,W,C90)" in rows:
+        plain, plugged = rows["flake8 (E,F,W,C90)"]["median_s"], rows["flake8 (E,F,W,C90) + autograd-lint"]["median_s"]
+        line += f"   flake8 with / without our plugin: {plugged / plain:.3f}"
+    print(line)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tree", action="append", type=Path, help="a tree to lint (default: torch)")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--out", type=Path, help="write the results as JSON here")
+    parser.add_argument("--flake8", action="store_true", help="also time flake8 with and without our plugin")
+    args = parser.parse_args()
+    results = {
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+        "trees": [],
+    }
+    for tree in args.tree or [torch_dir()]:
+        print(f"{tree} ({args.rounds} rounds)", flush=True)
+        results["trees"].append(bench_tree(tree.resolve(), args.rounds, args.flake8))
+    for tree_result in results["trees"]:
+        print_table(tree_result)
+    if args.out:
+        args.out.write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "read_all":  # the floor command runs this file with run_name="read_all"
+    read_all(sys.argv[1])
+elif __name__ == "__main__":
+    sys.exit(main())
