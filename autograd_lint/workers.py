@@ -133,19 +133,38 @@ class FileWorker:
         return True
 
     def _lint_one(self, path: str, codes: frozenset[str], project: ProjectFacts, honour_noqa: bool) -> FileResult:
-        # Imported here: a run answered from the cache never loads libcst or the rules.
-        from autograd_lint.analysis.module import analyse_module
-        from autograd_lint.rules import RULE_CHECKS
-        from autograd_lint.suppression import apply_suppressions
-
+        # The analysis is imported in _analyse: a run answered from the cache never loads libcst.
         file = self._file(path)
         result = FileResult(path)
         if not self._parse(file):
             if file.error is not None and "AGL000" in codes:
                 result.findings.append(file.error)
             return result
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, _RECURSION_LIMIT))
+        try:
+            return self._analyse(file, codes, project, honour_noqa, result)
+        except RecursionError:
+            # libcst walks nested expressions recursively: a 3,000-term `a + a + ...` is valid
+            # Python that it cannot follow. Say so, as for a file Python itself cannot parse.
+            result.findings = [agl000(path, "could not analyse: expressions nested too deeply")] if (
+                "AGL000" in codes) else []
+            result.internal_errors = []
+            return result
+        finally:
+            sys.setrecursionlimit(limit)
+
+    def _analyse(self, file: _File, codes: frozenset[str], project: ProjectFacts, honour_noqa: bool,
+                 result: FileResult) -> FileResult:
+        from autograd_lint.analysis.module import analyse_module
+        from autograd_lint.rules import RULE_CHECKS
+        from autograd_lint.suppression import apply_suppressions
+
+        path = file.path
         try:
             module = analyse_module(path, file.text, file.tree, project, file.skeleton)
+        except RecursionError:
+            raise
         except Exception:  # noqa: BLE001 - a bug of ours must not stop the run
             result.internal_errors.append(f"{path}: analysis failed: {_short_traceback()}")
             return result
@@ -158,6 +177,8 @@ class FileWorker:
                 continue
             try:
                 findings.extend(check(module))
+            except RecursionError:
+                raise
             except Exception:  # noqa: BLE001 - one rule failing on one file must not stop the others
                 result.internal_errors.append(f"{path}: rule {code} failed: {_short_traceback()}")
         spans = [
@@ -210,6 +231,8 @@ class WorkerPool:
 
 
 _WORKER: Optional[FileWorker] = None
+# Deep enough for any hand-written expression; the RecursionError beyond it is reported.
+_RECURSION_LIMIT = 10_000
 
 
 def _start_worker(max_file_size: Optional[int]) -> None:
