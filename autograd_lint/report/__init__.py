@@ -1,7 +1,8 @@
 """Writing the results of a run: one module per output format, chosen by ``--format``.
 
 A formatter is ``write(run, out, color)``; add a format by adding its module and one entry to
-``FORMATS`` (sarif and github annotations are planned).
+``FORMATS``: text (flake8's lines), json (rules.md's schema), sarif (GitHub code scanning),
+github (workflow-command annotations).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, TextIO
 
-from autograd_lint.report import json_format, text
+from autograd_lint.report import github, json_format, sarif, text
 
 if TYPE_CHECKING:  # the engine (and its parser) is not needed to format, nor for --help
     from autograd_lint.engine import FileResult
@@ -52,4 +53,6 @@ Formatter = Callable[[LintRun, TextIO, bool], None]
 FORMATS: dict[str, Formatter] = {
     "text": text.write,
     "json": json_format.write,
+    "sarif": sarif.write,
+    "github": github.write,
 }

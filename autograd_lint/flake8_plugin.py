@@ -1,0 +1,135 @@
+"""The flake8 plugin: the CLI's analysis, one file at a time, for editors and flake8 users.
+
+Registered as the ``flake8.extension`` entry point ``AGL`` (pyproject.toml), so installing the
+package is all it takes; flake8 then prints our findings like its own, and applies its own
+``# noqa``, ``--select``/``--extend-ignore``, ``--per-file-ignores`` and ``-j`` to them.
+
+What the plugin decides itself:
+
+- **Which rules run**: the defaults, adjusted by ``[tool.autograd-lint]`` (``select``,
+  ``extend-select``, ``ignore``, ``extend-ignore``, ``per-file-ignores``) of the nearest
+  ``pyproject.toml`` above the file, so editor and CLI agree. The opt-in rules (AGL305,
+  AGL502) also run when flake8's ``--select``/``--extend-select`` names them in full: flake8
+  shows every AGL code by default, so a prefix must not switch them on (as in the CLI).
+- **Columns**: flake8 adds 1 to the column a plugin yields; ours are 1-based already.
+- **Cost**: a file that cannot hold a Function class costs two substring searches. The
+  analysis (and libcst) is imported only when a file may matter, so a flake8 run over code
+  without Function classes - every run of an editor on such a file - never loads it.
+
+Per file only: facts from other files (a Function base class in another module, ``.apply``
+calls elsewhere, gradcheck calls in tests) need the CLI, which sees the whole project. AGL502
+(a Function no gradcheck reaches) never runs here: judged file by file, it would flag every
+Function whose test lives in a test file. Never imports torch.
+"""
+
+from __future__ import annotations
+
+import ast
+import gc
+import os
+import sys
+from functools import lru_cache
+from typing import TYPE_CHECKING, Iterator, Sequence
+
+from autograd_lint import __version__
+from autograd_lint.catalogue import RULES
+
+if TYPE_CHECKING:  # loaded lazily: see _lint
+    from autograd_lint.selection import PerFileSelection
+
+Flake8Result = tuple[int, int, str, type]
+
+# Rules whose question spans the project: a lone file's answer would be wrong, not partial.
+PROJECT_WIDE_CODES = ("AGL502",)
+
+
+def may_matter(text: str) -> bool:
+    """Can linting ``text`` on its own find anything? Cheaper than, and implied by, the
+    engine's own text check: a Function class must name ``...Function`` among its bases, and
+    the only other findings of a lone file come from gradcheck calls."""
+    return "Function" in text or "gradcheck" in text
+
+
+class Plugin:
+    name = "autograd-lint"
+    version = __version__
+
+    # Opt-in codes named in full by flake8's --select/--extend-select (set by parse_options,
+    # in the main process and, under spawn, again in each worker; plugin instances keep no
+    # other state, so flake8 -j can run them anywhere).
+    selected_opt_in: frozenset[str] = frozenset()
+
+    def __init__(self, tree: ast.AST, filename: str, lines: Sequence[str]) -> None:
+        # flake8 runs plugins that take `tree` once per file, and skips them (reporting E999)
+        # when the file does not parse; the text is taken from `lines`, never re-read.
+        self.filename = filename
+        self.lines = lines
+
+    @classmethod
+    def parse_options(cls, options) -> None:
+        named = {
+            selector.strip().upper()
+            for values in (getattr(options, "select", None), getattr(options, "extend_select", None))
+            for selector in (values or ())
+        }
+        cls.selected_opt_in = frozenset(code for code in named if code in RULES and not RULES[code].default_enabled)
+
+    def run(self) -> Iterator[Flake8Result]:
+        text = "".join(self.lines)
+        if not may_matter(text):
+            return
+        for line, column, message in _lint(self.filename, text, self.selected_opt_in):
+            yield line, column - 1, message, type(self)
+
+
+def _lint(filename: str, text: str, opt_in: frozenset[str]) -> list[tuple[int, int, str]]:
+    """(line, 1-based column, "CODE message") of each finding; bugs of ours go to stderr."""
+    from autograd_lint.engine import lint_text  # libcst comes with it: only files that matter pay
+
+    # Our parse allocates many small objects while flake8 holds this file's whole ast (and
+    # pycodestyle its tokens): each collection the allocations trigger would walk all of them
+    # again. The engine disables the collector around parsing for the same reason.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        selection = _selection_for(os.path.dirname(os.path.abspath(filename)), opt_in)(filename)
+        # flake8 applies `# noqa` itself (and --disable-noqa must show everything); the class
+        # comments `# autograd-lint: disable=...` are ours and still apply.
+        result = lint_text(filename, text, selection, honour_noqa=False)
+    except Exception as error:  # noqa: BLE001 - a bug of ours must not abort the user's flake8 run
+        _stderr(f"internal error on {filename}: {type(error).__name__}: {error}")
+        return []
+    finally:
+        if collecting:
+            gc.enable()
+    for message in result.internal_errors:
+        _stderr(f"internal error: {message}")
+    return [(f.line, f.column, f"{f.code} {f.message}") for f in result.findings]
+
+
+@lru_cache(maxsize=256)
+def _selection_for(directory: str, opt_in: frozenset[str]) -> "PerFileSelection":
+    """The rules for files of ``directory``: its ``[tool.autograd-lint]``, then flake8's picks."""
+    from autograd_lint.config import ConfigError, empty_config, find_config, load_config
+    from autograd_lint.selection import PerFileSelection, Selection, SelectorError, SelectorLayer
+
+    config = empty_config(directory)
+    found = find_config(directory)
+    if found is not None:
+        try:
+            # Unknown keys are the CLI's to warn about; an editor would repeat it on every file.
+            config = load_config(found, lambda message: None)
+        except (ConfigError, SelectorError, OSError) as error:
+            _warn_once(f"{error}; using the default rules")
+    flake8_layer = SelectorLayer(extend_select=tuple(sorted(opt_in)))
+    selection = Selection.from_layers([config.selector_layer(), flake8_layer]).without(PROJECT_WIDE_CODES)
+    return PerFileSelection(selection, config.per_file_ignores, config.root)
+
+
+@lru_cache(maxsize=None)
+def _warn_once(message: str) -> None:
+    _stderr(f"warning: {message}")
+
+
+def _stderr(message: str) -> None:
+    print(f"autograd-lint: {message}", file=sys.stderr)

@@ -1,0 +1,202 @@
+"""The flake8 plugin, through the real flake8: same findings as the CLI, and flake8's own options.
+
+The main check: ``flake8 --select AGL`` over every fixture file reports exactly what
+``autograd-lint --format json FILE`` reports for that file linted alone (code, line, column):
+flake8 is per file, so a lone file is the CLI's comparable run. flake8 itself runs once over all
+the fixtures (with its default ``-j``), which is the same per-file work as one run per file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import BUGGY_SOURCE, REPO_ROOT, run_in_process, write
+
+FIXTURE_FILES = sorted((REPO_ROOT / "fixtures").rglob("*.py"))
+FLAKE8_LINE = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): (?P<code>[A-Z]+[0-9]+) (?P<text>.*)$")
+
+
+def run_flake8(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess:
+    """The real flake8 of this interpreter, with the repository's package first on the path."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), *filter(None, [env.get("PYTHONPATH")])])
+    return subprocess.run(
+        [sys.executable, "-m", "flake8", "--isolated", *args],
+        cwd=cwd, env=env, input=stdin, capture_output=True, text=True, timeout=120,
+    )
+
+
+def parse(stdout: str) -> dict[str, list[tuple[str, int, int]]]:
+    """path -> sorted (code, line, col) of flake8's default output format."""
+    found: dict[str, list[tuple[str, int, int]]] = {}
+    for line in stdout.splitlines():
+        match = FLAKE8_LINE.match(line)
+        assert match, f"unexpected flake8 output line: {line!r}"
+        found.setdefault(match["path"], []).append((match["code"], int(match["line"]), int(match["col"])))
+    return {path: sorted(items) for path, items in found.items()}
+
+
+@pytest.fixture(scope="session")
+def plugin_registered() -> None:
+    version = run_flake8("--version", cwd=REPO_ROOT)
+    assert "autograd-lint" in version.stdout, (
+        "flake8 does not list the autograd-lint plugin: install the package (pip install -e .) "
+        f"so its flake8.extension entry point is registered.\n{version.stdout}{version.stderr}"
+    )
+
+
+@pytest.fixture(scope="session")
+def flake8_on_fixtures(plugin_registered) -> dict[str, list[tuple[str, int, int]]]:
+    # E999 too: a file Python cannot parse is flake8's own syntax error, not a plugin finding.
+    paths = [str(path.relative_to(REPO_ROOT)) for path in FIXTURE_FILES]
+    result = run_flake8("--select", "AGL,E999", *paths, cwd=REPO_ROOT)
+    assert result.returncode in (0, 1), result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    return parse(result.stdout)
+
+
+def cli_alone(path: Path, tmp_path: Path) -> list[tuple[str, int, int]]:
+    result = run_in_process("--format", "json", str(path), cwd=tmp_path)
+    assert result.returncode in (0, 1), result.stderr
+    return sorted((f["code"], f["line"], f["column"]) for f in json.loads(result.stdout)["findings"])
+
+
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=[str(p.relative_to(REPO_ROOT / "fixtures")) for p in FIXTURE_FILES])
+def test_flake8_reports_what_the_cli_reports_for_the_file_alone(path: Path, flake8_on_fixtures, tmp_path: Path):
+    expected = cli_alone(path, tmp_path)
+    reported = flake8_on_fixtures.get(str(path.relative_to(REPO_ROOT)), [])
+    if any(code == "AGL000" for code, _, _ in expected):
+        # The CLI's AGL000 for an unparsable file is flake8's E999 (flake8 then runs no plugin).
+        assert [code for code, _, _ in reported] == ["E999"]
+    else:
+        assert reported == expected
+
+
+def test_flake8_lists_the_plugin_with_its_version(plugin_registered):
+    from autograd_lint import __version__
+
+    assert f"autograd-lint: {__version__}" in run_flake8("--version", cwd=REPO_ROOT).stdout
+
+
+NOQA_SOURCE = BUGGY_SOURCE.replace("ctx.x = x\n", "ctx.x = x  # noqa: AGL201\n")
+
+
+def test_noqa_is_flake8s_and_disable_noqa_shows_the_finding(plugin_registered, tmp_path: Path):
+    write(tmp_path / "ops.py", NOQA_SOURCE)
+    assert parse(run_flake8("--select", "AGL", "ops.py", cwd=tmp_path).stdout) == {"ops.py": [("AGL101", 9, 9)]}
+    shown = parse(run_flake8("--select", "AGL", "--disable-noqa", "ops.py", cwd=tmp_path).stdout)
+    assert shown == {"ops.py": [("AGL101", 9, 9), ("AGL201", 5, 9)]}
+
+
+def test_flake8_select_and_extend_ignore_filter_the_codes(plugin_registered, tmp_path: Path):
+    write(tmp_path / "ops.py", BUGGY_SOURCE)
+    assert parse(run_flake8("--select", "AGL201", "ops.py", cwd=tmp_path).stdout) == {"ops.py": [("AGL201", 5, 9)]}
+    ignored = run_flake8("--extend-ignore", "AGL201,E,W,F", "ops.py", cwd=tmp_path)
+    assert parse(ignored.stdout) == {"ops.py": [("AGL101", 9, 9)]}
+
+
+def test_opt_in_rules_need_their_full_code_in_flake8s_select(plugin_registered):
+    path = "fixtures/AGL305/bad.py"
+    by_prefix = parse(run_flake8("--select", "AGL", path, cwd=REPO_ROOT).stdout)
+    assert "AGL305" not in {code for code, _, _ in by_prefix.get(path, [])}
+    named = parse(run_flake8("--select", "AGL", "--extend-select", "AGL305", path, cwd=REPO_ROOT).stdout)
+    expected = run_in_process("--format", "json", "--select", "AGL305", str(REPO_ROOT / path), cwd=REPO_ROOT)
+    agl305 = sorted(("AGL305", f["line"], f["column"]) for f in json.loads(expected.stdout)["findings"])
+    assert agl305 and [item for item in named[path] if item[0] == "AGL305"] == agl305
+
+
+def test_project_wide_agl502_never_runs_in_flake8(plugin_registered):
+    # fixtures/AGL502/bad.py has Functions that no gradcheck in the file reaches: the CLI, given
+    # the file alone and --select AGL502, flags them; flake8 sees one file and must not.
+    path = "fixtures/AGL502/bad.py"
+    alone = run_in_process("--format", "json", "--select", "AGL502", str(REPO_ROOT / path), cwd=REPO_ROOT)
+    assert json.loads(alone.stdout)["findings"]
+    named = run_flake8("--select", "AGL502", path, cwd=REPO_ROOT)
+    assert named.returncode == 0 and named.stdout == "", named.stdout
+
+
+def test_pyproject_selection_and_per_file_ignores_apply(plugin_registered, tmp_path: Path):
+    write(tmp_path / "pyproject.toml", textwrap.dedent("""\
+        [tool.autograd-lint]
+        ignore = ["AGL101"]
+        per-file-ignores = { "legacy/" = ["AGL201"] }
+        unknown-key = 1
+        """))
+    write(tmp_path / "src" / "ops.py", BUGGY_SOURCE)
+    write(tmp_path / "legacy" / "ops.py", BUGGY_SOURCE)
+    result = run_flake8("--select", "AGL", "src/ops.py", "legacy/ops.py", cwd=tmp_path)
+    assert parse(result.stdout) == {"src/ops.py": [("AGL201", 5, 9)]}
+    assert result.stderr == ""  # unknown keys are the CLI's to report, not every editor run's
+
+
+def test_bad_config_warns_once_and_keeps_the_default_rules(plugin_registered, tmp_path: Path):
+    write(tmp_path / "pyproject.toml", '[tool.autograd-lint]\nselect = "AGL2"\n')
+    write(tmp_path / "a.py", BUGGY_SOURCE)
+    write(tmp_path / "b.py", BUGGY_SOURCE)
+    result = run_flake8("--select", "AGL", "-j", "1", "a.py", "b.py", cwd=tmp_path)
+    assert set(parse(result.stdout)) == {"a.py", "b.py"}
+    assert result.stderr.count("select must be a list of strings") == 1, result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_stdin_as_pylsp_sends_it(plugin_registered, tmp_path: Path):
+    result = run_flake8("--select", "AGL", "--stdin-display-name", "pkg/ops.py", "-", cwd=tmp_path, stdin=BUGGY_SOURCE)
+    assert parse(result.stdout) == {"pkg/ops.py": [("AGL101", 9, 9), ("AGL201", 5, 9)]}
+
+
+def test_parallel_and_serial_runs_agree(plugin_registered):
+    paths = [str(p.relative_to(REPO_ROOT)) for p in FIXTURE_FILES if "realistic" in p.parts]
+    serial = run_flake8("--select", "AGL", "-j", "1", *paths, cwd=REPO_ROOT)
+    parallel = run_flake8("--select", "AGL", "-j", "2", *paths, cwd=REPO_ROOT)
+    assert parallel.stdout == serial.stdout and serial.stdout
+
+
+def test_a_file_without_function_classes_loads_no_analysis():
+    """What an editor pays on an ordinary file: two substring searches, no libcst import."""
+    script = textwrap.dedent("""\
+        import ast, sys
+        from autograd_lint.flake8_plugin import Plugin
+        text = "import os\\n\\ndef f(x):\\n    return os.path.join(x, 'y')\\n"
+        findings = list(Plugin(ast.parse(text), "plain.py", text.splitlines(True)).run())
+        print(findings, "libcst" in sys.modules, "autograd_lint.engine" in sys.modules)
+        """)
+    result = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    assert result.stdout.split() == ["[]", "False", "False"], result.stderr
+
+
+def test_no_libcst_parse_unless_a_function_class_is_possible(monkeypatch):
+    import libcst
+
+    from autograd_lint.flake8_plugin import Plugin
+
+    parsed: list[str] = []
+    real_parse = libcst.parse_module
+
+    def counting_parse(source, *args, **kwargs):
+        parsed.append(source)
+        return real_parse(source, *args, **kwargs)
+
+    monkeypatch.setattr(libcst, "parse_module", counting_parse)
+    # Mentions Function (so the engine's own text check runs) but defines no Function class.
+    text = '"""Function helpers."""\nclass Config(dict):\n    pass\n\ndef Function(x):\n    return x\n'
+    assert list(Plugin(None, "helpers.py", text.splitlines(True)).run()) == []
+    assert parsed == []
+    assert list(Plugin(None, "ops.py", BUGGY_SOURCE.splitlines(True)).run())  # the control
+    assert len(parsed) == 1
+
+
+def test_columns_are_not_off_by_one():
+    """flake8 adds 1 to what a plugin yields: the plugin yields the 0-based column."""
+    from autograd_lint.flake8_plugin import Plugin
+
+    yielded = sorted(item[:3] for item in Plugin(None, "ops.py", BUGGY_SOURCE.splitlines(True)).run())
+    assert [(line, col) for line, col, _ in yielded] == [(5, 8), (9, 8)]
+    assert [text.split()[0] for _, _, text in yielded] == ["AGL201", "AGL101"]
