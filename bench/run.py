@@ -129,7 +129,7 @@ def print_table(result: dict) -> None:
     rows = result["rows"]
     ruff = rows.get("ruff check (default rules)", {}).get("median_s")
     print(f"\n{result['tree']}: {result['files']} files, {result['megabytes']:.1f} MB")
-    print(f"| command | median s | x ruff | peak MB |\n|---|---:|---:|---:|")
+    print("| command | median s | x ruff | peak MB |\n|---|---:|---:|---:|")
     for name, row in rows.items():
         ratio = f"{row['median_s'] / ruff:.2f}" if ruff else "-"
         print(f"| {name} | {row['median_s']:.2f} | {ratio} | {row['peak_rss_mb']:.0f} |")

@@ -14,7 +14,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
-from autograd_lint.analysis.module_index import FUNCTION_BASES, ModuleIndex, build_module_index
+from autograd_lint.analysis.module_index import FUNCTION_BASES, ModuleIndex
 
 
 @dataclass

@@ -107,20 +107,6 @@ def names_read(node: cst.CSTNode) -> set[str]:
     return result
 
 
-def statement_body(node: cst.CSTNode) -> list[cst.BaseStatement]:
-    """The statements of a block (an IndentedBlock or a one-line SimpleStatementSuite)."""
-    body = getattr(node, "body", None)
-    if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)):
-        return list(body.body)
-    if isinstance(body, (list, tuple)):
-        return list(body)
-    return []
-
-
-def small_statements(statement: cst.CSTNode) -> list[cst.BaseSmallStatement]:
-    if isinstance(statement, cst.SimpleStatementLine):
-        return list(statement.body)
-    return []
 
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")

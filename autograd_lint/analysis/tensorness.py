@@ -8,12 +8,11 @@ stay silent.
 from __future__ import annotations
 
 import enum
-import re
 from typing import Callable, Iterable, Optional
 
 import libcst as cst
 
-from autograd_lint.analysis.syntax import call_keyword, dotted, positional_args
+from autograd_lint.analysis.syntax import dotted, positional_args
 
 
 class T(enum.Enum):

@@ -8,7 +8,7 @@ import libcst as cst
 
 from autograd_lint.analysis.class_model import FunctionModel, Method
 from autograd_lint.analysis.flow import enumerate_paths
-from autograd_lint.analysis.syntax import dotted, is_ctx_attr, is_none, last_name
+from autograd_lint.analysis.syntax import is_ctx_attr, is_none, last_name
 from autograd_lint.analysis.tensorness import T, TensorJudge
 
 _ZERO_FACTORIES = frozenset({"zeros", "zeros_like", "new_zeros"})
@@ -106,11 +106,6 @@ def all_outputs_non_differentiable(model: FunctionModel) -> bool:
 def plural(count: int, word: str) -> str:
     return f"{count} {word}" + ("" if count == 1 else "s")
 
-
-def call_name(node: cst.Call, model: FunctionModel) -> str:
-    """The qualified name of a call's function (``F.relu`` -> ``torch.nn.functional.relu``)."""
-    name = dotted(node.func)
-    return model.qualify(name) if name else ""
 
 
 def reachable_returns(method: Method) -> list[cst.Return]:
