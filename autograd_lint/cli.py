@@ -159,7 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     output = parser.add_argument_group("output")
     output.add_argument("--format", choices=sorted(FORMATS), default="text",
-                        help="text (flake8-compatible, default) or json")
+                        help="text (flake8-compatible, default), json, sarif (GitHub code scanning) "
+                        "or github (workflow annotations)")
     output.add_argument("--statistics", action="store_true",
                         help="print the number of findings per code instead of the findings")
     colour = output.add_mutually_exclusive_group()

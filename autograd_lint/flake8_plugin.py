@@ -64,6 +64,7 @@ class Plugin:
         # when the file does not parse; the text is taken from `lines`, never re-read.
         self.filename = filename
         self.lines = lines
+        self.tree = tree  # handed to the engine: the file is not parsed twice
 
     @classmethod
     def parse_options(cls, options) -> None:
@@ -78,11 +79,11 @@ class Plugin:
         text = "".join(self.lines)
         if not may_matter(text):
             return
-        for line, column, message in _lint(self.filename, text, self.selected_opt_in):
+        for line, column, message in _lint(self.filename, text, self.selected_opt_in, self.tree):
             yield line, column - 1, message, type(self)
 
 
-def _lint(filename: str, text: str, opt_in: frozenset[str]) -> list[tuple[int, int, str]]:
+def _lint(filename: str, text: str, opt_in: frozenset[str], tree: ast.AST = None) -> list[tuple[int, int, str]]:
     """(line, 1-based column, "CODE message") of each finding; bugs of ours go to stderr."""
     from autograd_lint.engine import lint_text  # libcst comes with it: only files that matter pay
 
@@ -95,7 +96,7 @@ def _lint(filename: str, text: str, opt_in: frozenset[str]) -> list[tuple[int, i
         selection = _selection_for(os.path.dirname(os.path.abspath(filename)), opt_in)(filename)
         # flake8 applies `# noqa` itself (and --disable-noqa must show everything); the class
         # comments `# autograd-lint: disable=...` are ours and still apply.
-        result = lint_text(filename, text, selection, honour_noqa=False)
+        result = lint_text(filename, text, selection, honour_noqa=False, tree=tree)
     except Exception as error:  # noqa: BLE001 - a bug of ours must not abort the user's flake8 run
         _stderr(f"internal error on {filename}: {type(error).__name__}: {error}")
         return []
