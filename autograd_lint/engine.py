@@ -86,9 +86,7 @@ def lint_text(path: str, text: str, selection: Selection, project: Optional[Proj
     the file is its own project: facts from other files are not known. ``tree``: the file's
     ``ast``, when the caller has parsed it already (flake8 has)."""
     worker = FileWorker(max_file_size=None)
-    worker.files[path] = worker._file(path)
-    worker.files[path].text = text
-    worker.files[path].tree = tree
+    worker.add_text(path, text, tree)
     (summary,) = worker.summarize([path])
     state = _State(path, summary.digest, summary.summary, summary.error)
     if project is None:

@@ -70,6 +70,10 @@ class FileWorker:
             self.files[path] = _File(path)
         return self.files[path]
 
+    def add_text(self, path: str, text: str, tree: Optional[ast.Module] = None) -> None:
+        """Take a file whose text (and maybe syntax tree) the caller already has."""
+        self.files[path] = _File(path, text=text, tree=tree)
+
     def summarize(self, paths: Sequence[str]) -> list[Summary]:
         results = []
         for path in paths:
