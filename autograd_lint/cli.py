@@ -85,7 +85,7 @@ def _main(argv: list[str]) -> int:
 
     exclude = args.exclude if args.exclude is not None else config.exclude
     spec = exclude_spec(exclude, [*config.extend_exclude, *(args.extend_exclude or [])])
-    discovered = discover(paths, spec, str(config.root))
+    discovered = discover(paths, spec, str(config.root), args.force_exclude or config.force_exclude)
     for message in discovered.warnings:
         _warn(message)
     if not discovered.files:
@@ -145,6 +145,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "(.git, .venv, venv, build, dist, __pycache__, ...)")
     files.add_argument("--extend-exclude", metavar="PATTERNS", type=_comma_list, action="extend",
                        help="patterns to skip in addition to the defaults")
+    files.add_argument("--force-exclude", action="store_true",
+                       help="apply the excludes to files named on the command line too (for "
+                       "pre-commit and editors, which pass every file by name)")
     files.add_argument("--max-file-size", metavar="BYTES", type=_positive_int,
                        help=f"report larger files as AGL000 without reading them "
                        f"(default: {DEFAULT_MAX_FILE_SIZE} = 5 MB)")

@@ -38,6 +38,7 @@ class Config:
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     exclude: Optional[tuple[str, ...]] = None  # None: the default excludes
     extend_exclude: tuple[str, ...] = ()
+    force_exclude: bool = False  # excludes apply to files named on the command line too
     max_file_size: Optional[int] = None
     cache_dir: Optional[str] = None  # relative to root
 
@@ -104,7 +105,7 @@ def _table(document: dict) -> Optional[dict]:
 
 
 _LIST_KEYS = ("select", "extend-select", "ignore", "extend-ignore", "exclude", "extend-exclude")
-KNOWN_KEYS = (*_LIST_KEYS, "per-file-ignores", "max-file-size", "cache-dir")
+KNOWN_KEYS = (*_LIST_KEYS, "force-exclude", "per-file-ignores", "max-file-size", "cache-dir")
 
 
 def _config_from_table(table: dict, path: Path, warn: Callable[[str], None]) -> Config:
@@ -132,10 +133,17 @@ def _config_from_table(table: dict, path: Path, warn: Callable[[str], None]) -> 
         per_file_ignores=_per_file_ignores(table.get("per-file-ignores", {}), where),
         exclude=tuple(lists["exclude"]) if "exclude" in lists else None,
         extend_exclude=tuple(lists.get("extend-exclude", ())),
+        force_exclude=_boolean(table["force-exclude"], "force-exclude", where) if "force-exclude" in table else False,
         max_file_size=_positive_int(table["max-file-size"], "max-file-size", where)
         if "max-file-size" in table else None,
         cache_dir=_string(table["cache-dir"], "cache-dir", where) if "cache-dir" in table else None,
     )
+
+
+def _boolean(value: Any, key: str, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where}: {key!r} must be true or false, not {_type_name(value)}")
+    return value
 
 
 def _string(value: Any, key: str, where: str) -> str:

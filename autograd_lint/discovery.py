@@ -1,6 +1,9 @@
 """Turning the PATHs of the command line into the list of files to lint.
 
-- A file named on the command line is always linted, whatever its name or the excludes.
+- A file named on the command line is linted whatever its name or the excludes, unless
+  ``force_exclude`` (``--force-exclude``, as ruff's): then the excludes apply to it too. Tools
+  that pass every changed file by name (pre-commit, editors, ``git diff --name-only | xargs``)
+  need it for the project's excludes to mean anything.
 - A directory is walked for ``*.py`` files, in sorted order, skipping excluded entries.
 - Excludes are gitignore-style patterns (``pathspec``) relative to the project root (the
   directory of the config file, else the current directory); a pattern without "/" matches a
@@ -48,7 +51,7 @@ def exclude_spec(exclude: Optional[Sequence[str]], extend_exclude: Sequence[str]
     return pathspec.GitIgnoreSpec.from_lines([*patterns, *extend_exclude])
 
 
-def discover(paths: Sequence[str], spec, root: str) -> Discovered:
+def discover(paths: Sequence[str], spec, root: str, force_exclude: bool = False) -> Discovered:
     """The files to lint, in command-line order, each directory's files sorted.
 
     Check ``missing_paths`` first: a path that does not exist is taken for a file here.
@@ -57,6 +60,8 @@ def discover(paths: Sequence[str], spec, root: str) -> Discovered:
     seen: set[object] = set()
     root = os.path.abspath(root)
     for path in paths:
+        if force_exclude and _is_excluded(spec, relative_to_root(path, root), os.path.isdir(path)):
+            continue
         if os.path.isdir(path):
             candidates: Iterator[str] = _walk(path, spec, root, found.warnings)
         else:

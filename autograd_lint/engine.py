@@ -165,11 +165,12 @@ def _gather_project_facts(states: list[_State], pool: WorkerPool, cache: Optiona
         _collect_facts(states, new, pool, cache)
         project = _merge(states)
     names = project.function_names
-    _collect_facts(states, pending(lambda summary: summary.may_use(names)), pool, cache)
+    _collect_facts(states, pending(lambda summary: summary.may_use(names)), pool, cache, final_names=names)
     return _merge(states)
 
 
-def _collect_facts(states: list[_State], indexes: list[int], pool: WorkerPool, cache: Optional[Cache]) -> None:
+def _collect_facts(states: list[_State], indexes: list[int], pool: WorkerPool, cache: Optional[Cache],
+                   final_names: Optional[frozenset[str]] = None) -> None:
     todo = []
     for i in indexes:
         cached = cache.facts.get(states[i].digest) if cache is not None else None
@@ -177,7 +178,7 @@ def _collect_facts(states: list[_State], indexes: list[int], pool: WorkerPool, c
             todo.append(i)
         else:
             _as_facts(states[i], cached)
-    for i, answer in pool.run("facts", [(i, states[i].path) for i in todo]).items():
+    for i, answer in pool.run("facts", [(i, states[i].path) for i in todo], final_names).items():
         _as_facts(states[i], answer)
         if cache is not None:
             cache.put(cache.facts, states[i].digest, answer if isinstance(answer, FileFacts) else answer.message)

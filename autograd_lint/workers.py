@@ -56,6 +56,10 @@ class _File:
     tree: Optional[ast.Module] = None
     skeleton: object = None  # module_index.ModuleSkeleton, once walked
     error: Optional[Finding] = None
+    # A file without Function classes keeps only its final index (see FileWorker.facts), built
+    # for these project Function names; its syntax tree is let go.
+    index: object = None
+    index_names: Optional[frozenset[str]] = None
 
 
 class FileWorker:
@@ -87,8 +91,12 @@ class FileWorker:
                 results.append(Summary(error=file.error))
         return results
 
-    def facts(self, paths: Sequence[str]) -> list[Facts]:
-        from autograd_lint.analysis.module_index import build_module_index, collect_skeleton
+    def facts(self, paths: Sequence[str], final_names: Optional[frozenset[str]] = None) -> list[Facts]:
+        """Step 2. ``final_names``: the project's Function names when they are already known
+        (the last round: files that only use Function classes or call gradcheck). Such a file
+        usually defines no Function class, so its lint needs only its index: build that now and
+        let the syntax tree go (one large test module's tree is ~100 MB)."""
+        from autograd_lint.analysis.module_index import build_module_index, collect_skeleton, light_index
 
         results: list[Facts] = []
         for path in paths:
@@ -98,6 +106,11 @@ class FileWorker:
                 continue
             file.skeleton = collect_skeleton(file.tree, file.text)
             results.append(facts_from_index(build_module_index(file.tree, file.text, skeleton=file.skeleton)))
+            if final_names is not None:
+                index = build_module_index(file.tree, file.text, final_names, file.skeleton)
+                if not index.function_classes:
+                    file.index, file.index_names = light_index(index), final_names
+                    file.tree = file.skeleton = None
         return results
 
     def lint(self, jobs: Sequence[tuple[str, frozenset[str]]], project: ProjectFacts,
@@ -140,7 +153,9 @@ class FileWorker:
         # The analysis is imported in _analyse: a run answered from the cache never loads libcst.
         file = self._file(path)
         result = FileResult(path)
-        if not self._parse(file):
+        if file.index is not None and file.index_names != project.function_names:
+            file.index = None  # built for other names (rare): parse again
+        if file.index is None and not self._parse(file):
             if file.error is not None and "AGL000" in codes:
                 result.findings.append(file.error)
             return result
@@ -166,7 +181,7 @@ class FileWorker:
 
         path = file.path
         try:
-            module = analyse_module(path, file.text, file.tree, project, file.skeleton)
+            module = analyse_module(path, file.text, file.tree, project, file.skeleton, index=file.index)
         except RecursionError:
             raise
         except Exception:  # noqa: BLE001 - a bug of ours must not stop the run

@@ -301,6 +301,17 @@ def test_excluded_directory_named_explicitly_is_still_linted(tmp_path):
     assert linted_paths(tmp_path / ".venv/lib/site-packages/torch", "build/g.py") == ["build/g.py"]
 
 
+def test_force_exclude_applies_the_excludes_to_named_files(tmp_path):
+    """pre-commit and editors name every file: --force-exclude (ruff's) makes excludes count."""
+    write(tmp_path / "build" / "b.py")
+    write(tmp_path / "gen" / "g.py")
+    write(tmp_path / "a.py")
+    named = ["build/b.py", "gen/g.py", "a.py"]
+    assert linted_paths(tmp_path, *named, "--extend-exclude", "gen") == named
+    assert linted_paths(tmp_path, *named, "--extend-exclude", "gen", "--force-exclude") == ["a.py"]
+    assert linted_paths(tmp_path, "gen", "--extend-exclude", "gen", "--force-exclude") == []
+
+
 def test_exclude_replaces_defaults_and_extend_exclude_adds(tmp_path):
     write(tmp_path / "build" / "b.py")
     write(tmp_path / "gen" / "g.py")

@@ -16,7 +16,7 @@ from autograd_lint.selection import (
     SelectorLayer,
     parse_selectors,
 )
-from conftest import BUGGY_SOURCE, assert_no_traceback, write
+from conftest import BUGGY_SOURCE, assert_no_traceback, run_cli, write
 from test_cli import linted_paths
 
 DEFAULTS = {code for code, info in RULES.items() if info.default_enabled}
@@ -210,6 +210,16 @@ def test_exclude_and_extend_exclude_from_config(tmp_path):
     pyproject(tmp_path, 'exclude = ["gen"]\n')  # replaces the defaults: build/ is linted now
     assert linted_paths(tmp_path, ".") == ["./build/b.py", "./pkg/a.py"]
     assert linted_paths(tmp_path, ".", "--exclude", "pkg") == ["./build/b.py", "./gen/g.py"]
+
+
+def test_force_exclude_from_config(tmp_path):
+    write(tmp_path / "gen" / "g.py")
+    write(tmp_path / "a.py")
+    pyproject(tmp_path, 'extend-exclude = ["gen"]\nforce-exclude = true\n')
+    assert linted_paths(tmp_path, "gen/g.py", "a.py") == ["a.py"]
+    pyproject(tmp_path, 'force-exclude = "yes"\n')
+    result = run_cli("a.py", cwd=tmp_path)
+    assert result.returncode == 2 and "'force-exclude' must be true or false" in result.stderr
 
 
 def test_exclude_patterns_are_relative_to_the_config_directory(tmp_path):

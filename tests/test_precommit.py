@@ -122,3 +122,13 @@ def test_one_run_sees_every_staged_file(user_repo: Path, environment):
     result = commit(user_repo, environment, "base.py", "child.py", *fillers)
     # Linted without child.py, base.py is a Function with no backward (AGL105).
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_projects_excludes_apply_to_staged_files(user_repo: Path, environment):
+    """pre-commit names each staged file; the hook's --force-exclude keeps [tool.autograd-lint]
+    exclude meaningful (a generated file with a finding does not stop the commit)."""
+    write(user_repo / "pyproject.toml", '[tool.autograd-lint]\nextend-exclude = ["generated/"]\n')
+    write(user_repo / "generated" / "ops.py", BUGGY_SOURCE)
+    write(user_repo / "ops.py", CLEAN_SOURCE)
+    result = commit(user_repo, environment, "pyproject.toml", "generated/ops.py", "ops.py")
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -167,6 +167,11 @@ def _is_literal(node: cst.BaseExpression) -> bool:
 Target = Callable[[cst.CSTNode], Optional[ParameterUses]]
 
 
+# The only node classes collect_uses looks at (callers may pass just these).
+USE_NODE_CLASSES = (cst.Attribute, cst.BinaryOperation, cst.If, cst.While, cst.IfExp, cst.UnaryOperation,
+                    cst.BooleanOperation, cst.Slice, cst.Call)
+
+
 def collect_uses(nodes: Iterable[cst.CSTNode], target: Target, qualify: Callable[[str], str]) -> None:
     """Record in ``target(node).as_tensor/as_non_tensor`` every telling use among ``nodes``.
     ``target`` maps an expression (an input's name, or ``ctx.attr`` holding it) to its uses."""

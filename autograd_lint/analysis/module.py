@@ -63,9 +63,12 @@ class ModuleAnalysis:
                             message, model)
 
 
-def analyse_module(path: str, text: str, tree: ast.Module, project: ProjectFacts,
-                   skeleton: Optional[ModuleSkeleton] = None) -> ModuleAnalysis:
-    index = build_module_index(tree, text, project.function_names, skeleton)
+def analyse_module(path: str, text: str, tree: Optional[ast.Module], project: ProjectFacts,
+                   skeleton: Optional[ModuleSkeleton] = None, index: Optional[ModuleIndex] = None) -> ModuleAnalysis:
+    """``index``: the module's index built for ``project.function_names`` already (then ``tree``
+    is not needed)."""
+    if index is None:
+        index = build_module_index(tree, text, project.function_names, skeleton)
     lines = source_lines(text)
     analysis = ModuleAnalysis(path=path, lines=lines, index=index, project=project)
     local_models: dict[str, FunctionModel] = {}

@@ -123,7 +123,7 @@ class GradcheckCall(CallSite):
 
 @dataclass
 class ModuleIndex:
-    tree: ast.Module
+    tree: Optional[ast.Module]  # None in a light_index
     imports: ImportMap
     classes: list[ClassInfo]
     # Function class name -> argument counts of each `.apply(...)` call (None: not countable)
@@ -163,6 +163,12 @@ def build_module_index(
     _collect_aliases(index, collected.assigns, function_names)
     _collect_calls(index, collected.calls, function_names, collected.function_defs)
     return index
+
+
+def light_index(index: ModuleIndex) -> ModuleIndex:
+    """``index`` without its syntax trees, for a module without Function classes: what the rules
+    read of it (call sites, gradcheck calls) are plain records."""
+    return replace(index, tree=None, classes=[])
 
 
 @dataclass
@@ -221,10 +227,25 @@ def imported_words(text: str) -> set[str]:
 _STRUCTURE = re.compile(r"^[ \t]*(?:class|import|from)[ \t]", re.M)
 
 
+# gradcheck, `.apply`, or (zero-width, so that `run_gradcheck(` still shows its `gradcheck`) the
+# start of a word called as a function; _marked_lines keeps only the words it looks for. One
+# simple pattern and a set lookup are 2x faster than an alternation of a few hundred names.
+_CALL_OF_INTEREST = re.compile(r"gradcheck|\.apply\b|\b(?=(\w+)\s*\()")
+
+
 def _marked_lines(text: str, names: set[str]) -> tuple[set[int], set[int]]:
-    present = sorted(re.escape(n) for n in names if n in text)
-    calls = rf"|\b(?:{'|'.join(present)})\s*\(" if present else ""
-    return _line_numbers(text, re.compile(r"gradcheck|\.apply\b" + calls)), _line_numbers(text, _STRUCTURE)
+    """Lines that may hold a call worth indexing (gradcheck, ``.apply``, a call of one of
+    ``names``), and lines of class and import statements."""
+    calls: set[int] = set()
+    line, position = 1, 0
+    for match in _CALL_OF_INTEREST.finditer(text):
+        called = match.group(1)
+        if called is not None and called not in names:
+            continue
+        line += text.count("\n", position, match.start())  # matches come in order
+        position = match.start()
+        calls.add(line)
+    return calls, _line_numbers(text, _STRUCTURE)
 
 
 def _line_numbers(text: str, pattern: "re.Pattern[str]") -> set[int]:

@@ -21,6 +21,10 @@ _APPLY = re.compile(r"\.apply\b")
 _NAME_AT_END = re.compile(r"(\w+)\Z")
 _GRAD_FN_ATTRIBUTE = re.compile(r"\.grad_fn\.(\w+)\s*=(?!=)")
 _WORD = re.compile(r"\w+")
+# What the index can record as a gradcheck call: `gradcheck(`, `x.gradgradcheck(`, or an import
+# `... gradcheck as name` (then `name(` is the call). Mere mentions - comments, `gradcheck_wrapper=`
+# in torch's 1.4 MB op database - are not worth a parse.
+_GRADCHECK_USE = re.compile(r"\bgrad(?:grad)?check\b\s*(?:\(|as\b)")
 
 
 @dataclass(frozen=True)
@@ -57,9 +61,16 @@ def summarize(text: str) -> TextSummary:
         base_words=frozenset(base_words),
         imported_words=frozenset(imported_words(text)),
         applied_names=_applied_names(text),
-        mentions_gradcheck="gradcheck" in text,
+        mentions_gradcheck="gradcheck" in text and _uses_gradcheck(text),
         grad_fn_attributes=frozenset(_GRAD_FN_ATTRIBUTE.findall(text)) if ".grad_fn." in text else frozenset(),
     )
+
+
+def _uses_gradcheck(text: str) -> bool:
+    for match in _GRADCHECK_USE.finditer(text):
+        if "#" not in text[text.rfind("\n", 0, match.start()) + 1 : match.start()]:  # not a comment
+            return True
+    return False
 
 
 def _applied_names(text: str) -> frozenset[str]:

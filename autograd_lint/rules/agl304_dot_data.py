@@ -19,10 +19,10 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
             if method.inherited:
                 continue
             judge = model.judge(method)
-            writes = _write_bases(method.nodes)
+            writes = _write_bases(method.nodes_of(cst.Assign, cst.AugAssign, cst.Call))
             lines: set[int] = set()
-            for node in method.nodes:
-                if not (isinstance(node, cst.Attribute) and node.attr.value == "data") or id(node) in writes:
+            for node in method.nodes_of(cst.Attribute):
+                if node.attr.value != "data" or id(node) in writes:
                     continue
                 if judge(node.value) is not T.TENSOR:
                     continue
