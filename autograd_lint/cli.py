@@ -19,7 +19,10 @@ from typing import Optional, Sequence, TextIO
 from autograd_lint import __version__
 from autograd_lint.config import Config, ConfigError, empty_config, find_config, load_config
 from autograd_lint.discovery import discover, exclude_spec, missing_paths
+from autograd_lint.dynamic.options import add_arguments as add_dynamic_arguments
 from autograd_lint.explain import ExplainError, explain
+from autograd_lint.fix.options import add_arguments as add_fix_arguments
+from autograd_lint.fix.options import hint_lines
 from autograd_lint.report import FORMATS, LintRun, statistics
 from autograd_lint.report.text import summary_line
 from autograd_lint.selection import (
@@ -94,6 +97,21 @@ def _main(argv: list[str]) -> int:
     max_file_size = args.max_file_size or config.max_file_size or DEFAULT_MAX_FILE_SIZE
     results = _lint(discovered.files, selection_for, max_file_size, _jobs_for(args.jobs),
                     _cache_dir(args, config))
+    fix_lines: list[str] = []
+    if args.fix or args.diff:  # the fixers (and libcst) load only when asked for
+        from autograd_lint.fix.apply import process as process_fixes
+
+        fixes = process_fixes(results, args, selection_for, lambda: _lint(
+            discovered.files, selection_for, max_file_size, _jobs_for(args.jobs), _cache_dir(args, config)),
+            sys.stdout, sys.stderr)
+        if fixes.exit_code is not None:  # --diff: the diffs are the output
+            return fixes.exit_code
+        results, fix_lines = fixes.results, fixes.summary_lines
+    elif args.format == "text" and not args.statistics and not args.quiet:
+        fix_lines = hint_lines(results)
+    dynamic_summary = None
+    if args.dynamic:  # imports the user's code, in child processes; never in the flake8 plugin
+        results, dynamic_summary = _run_dynamic(results, args, config, selection_for, discovered.files)
     run = LintRun(results=results, seconds=time.perf_counter() - start)
 
     internal_errors = [
@@ -106,6 +124,10 @@ def _main(argv: list[str]) -> int:
         _error(f"internal error: {message}")
     if args.format == "text" and not args.quiet:
         print(summary_line(run), file=sys.stderr)
+    for line in fix_lines:
+        print(line, file=sys.stderr)
+    if dynamic_summary and not args.quiet:
+        print(dynamic_summary, file=sys.stderr)
 
     if internal_errors:
         return EXIT_ERROR
@@ -175,6 +197,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="do not print the summary line on stderr")
     output.add_argument("--exit-zero", action="store_true",
                         help="exit 0 even when there are findings (still 2 on errors)")
+    add_fix_arguments(parser)
+    add_dynamic_arguments(parser)
     return parser
 
 
@@ -223,6 +247,22 @@ def _lint(files: list[str], selection_for: PerFileSelection, max_file_size: int,
     from autograd_lint.engine import lint_paths
 
     return lint_paths(files, selection_for, max_file_size, jobs=jobs, cache_dir=cache_dir)
+
+
+def _run_dynamic(results: list, args: argparse.Namespace, config: Config,
+                 selection_for: PerFileSelection, files: list[str]) -> tuple[list, str]:
+    from autograd_lint.dynamic.runner import DynamicError, options_from, run_dynamic, write_report
+
+    try:
+        options = options_from(args, config, _jobs_for(args.jobs))
+    except DynamicError as error:
+        raise UsageError(str(error)) from None
+    outcome = run_dynamic(results, selection_for, options, files)
+    for message in outcome.warnings:
+        _warn(f"--dynamic: {message}")
+    if args.dynamic_report:
+        write_report(args.dynamic_report, outcome)
+    return outcome.results, outcome.summary
 
 
 def _jobs_for(value: str) -> int:

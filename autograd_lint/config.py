@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from autograd_lint.dynamic.settings import DynamicSettings, SettingsError, parse_dynamic_table
 from autograd_lint.selection import SelectorError, SelectorLayer, parse_selectors
 
 if sys.version_info >= (3, 11):
@@ -41,6 +42,7 @@ class Config:
     force_exclude: bool = False  # excludes apply to files named on the command line too
     max_file_size: Optional[int] = None
     cache_dir: Optional[str] = None  # relative to root
+    dynamic: DynamicSettings = DynamicSettings()  # [tool.autograd-lint.dynamic]
 
     def selector_layer(self) -> SelectorLayer:
         return SelectorLayer(self.select, self.extend_select, self.ignore)
@@ -105,7 +107,7 @@ def _table(document: dict) -> Optional[dict]:
 
 
 _LIST_KEYS = ("select", "extend-select", "ignore", "extend-ignore", "exclude", "extend-exclude")
-KNOWN_KEYS = (*_LIST_KEYS, "force-exclude", "per-file-ignores", "max-file-size", "cache-dir")
+KNOWN_KEYS = (*_LIST_KEYS, "force-exclude", "per-file-ignores", "max-file-size", "cache-dir", "dynamic")
 
 
 def _config_from_table(table: dict, path: Path, warn: Callable[[str], None]) -> Config:
@@ -137,7 +139,18 @@ def _config_from_table(table: dict, path: Path, warn: Callable[[str], None]) -> 
         max_file_size=_positive_int(table["max-file-size"], "max-file-size", where)
         if "max-file-size" in table else None,
         cache_dir=_string(table["cache-dir"], "cache-dir", where) if "cache-dir" in table else None,
+        dynamic=_dynamic(table["dynamic"], where, warn) if "dynamic" in table else DynamicSettings(),
     )
+
+
+def _dynamic(value: Any, where: str, warn: Callable[[str], None]) -> DynamicSettings:
+    try:
+        settings, warnings = parse_dynamic_table(value, where)
+    except SettingsError as error:
+        raise ConfigError(str(error)) from None
+    for message in warnings:
+        warn(message)
+    return settings
 
 
 def _boolean(value: Any, key: str, where: str) -> bool:

@@ -81,11 +81,11 @@ def lint_paths(
 
 
 def lint_text(path: str, text: str, selection: Selection, project: Optional[ProjectFacts] = None,
-              honour_noqa: bool = True, tree=None) -> FileResult:
+              honour_noqa: bool = True, tree=None, annotate_fixes: bool = True) -> FileResult:
     """Lint one file's text on its own (the flake8 plugin's entry point). Without ``project``
     the file is its own project: facts from other files are not known. ``tree``: the file's
     ``ast``, when the caller has parsed it already (flake8 has)."""
-    worker = FileWorker(max_file_size=None)
+    worker = FileWorker(max_file_size=None, annotate_fixes=annotate_fixes)
     worker.add_text(path, text, tree)
     (summary,) = worker.summarize([path])
     state = _State(path, summary.digest, summary.summary, summary.error)

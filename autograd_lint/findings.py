@@ -20,6 +20,7 @@ class Finding:
     function_class: Optional[str] = None
     method: Optional[str] = None
     fix_available: bool = False
+    fix_safe: Optional[bool] = None  # with fix_available: applied by --fix without --unsafe-fixes
     confirmation: Optional[str] = None  # set by --dynamic only
     evidence: Optional[str] = None
 

@@ -96,7 +96,7 @@ def _lint(filename: str, text: str, opt_in: frozenset[str], tree: ast.AST = None
         selection = _selection_for(os.path.dirname(os.path.abspath(filename)), opt_in)(filename)
         # flake8 applies `# noqa` itself (and --disable-noqa must show everything); the class
         # comments `# autograd-lint: disable=...` are ours and still apply.
-        result = lint_text(filename, text, selection, honour_noqa=False, tree=tree)
+        result = lint_text(filename, text, selection, honour_noqa=False, tree=tree, annotate_fixes=False)
     except Exception as error:  # noqa: BLE001 - a bug of ours must not abort the user's flake8 run
         _stderr(f"internal error on {filename}: {type(error).__name__}: {error}")
         return []

@@ -24,6 +24,7 @@ from autograd_lint.analysis.precheck import TextSummary, summarize
 from autograd_lint.analysis.project import FileFacts, ProjectFacts, facts_from_index
 from autograd_lint.cache import content_hash
 from autograd_lint.findings import Finding
+from autograd_lint.fix.options import FIXABLE_CODES
 from autograd_lint.source import SourceError, read_bytes, text_of
 
 
@@ -65,8 +66,11 @@ class _File:
 class FileWorker:
     """Does the steps for the files given to it, keeping what one step leaves for the next."""
 
-    def __init__(self, max_file_size: Optional[int]) -> None:
+    def __init__(self, max_file_size: Optional[int], annotate_fixes: bool = True) -> None:
         self.max_file_size = max_file_size
+        # Mark the findings --fix could fix (fix_available): costs a whole-file libcst parse, so
+        # only for files with findings of fixable codes, and cached with the findings.
+        self.annotate_fixes = annotate_fixes
         self.files: dict[str, _File] = {}
 
     def _file(self, path: str) -> _File:
@@ -188,8 +192,14 @@ class FileWorker:
             result.internal_errors.append(f"{path}: analysis failed: {_short_traceback()}")
             return result
         result.function_classes = len(module.classes)
-        for name in module.unparsed:
-            result.internal_errors.append(f"{path}: libcst could not parse class {name}")
+        # Valid Python (ast parsed it) that libcst's grammar does not accept: say so as for a file
+        # that cannot be parsed, on the class line; the other classes are still linted.
+        unparsed = [
+            Finding(path=path, line=line, column=1, end_line=line, end_column=1, code="AGL000",
+                    message=f"could not analyse class {name}: valid Python that libcst cannot parse "
+                    "(its grammar lags CPython's; a line holding only a backslash is one case)")
+            for line, name in module.unparsed
+        ] if "AGL000" in codes else []
         findings: list[Finding] = []
         for code, check in RULE_CHECKS.items():
             if code not in codes:
@@ -205,7 +215,11 @@ class FileWorker:
              m.info.node.end_lineno or m.info.node.lineno)
             for m in module.classes
         ]
-        result.findings = sorted(set(apply_suppressions(findings, module.lines, spans, honour_noqa)))
+        result.findings = sorted(set(apply_suppressions(findings, module.lines, spans, honour_noqa)) | set(unparsed))
+        if self.annotate_fixes and any(f.code in FIXABLE_CODES for f in result.findings):
+            from autograd_lint.fix.apply import annotate_text
+
+            result.findings = annotate_text(path, file.text, result.findings)
         return result
 
 

@@ -19,6 +19,7 @@ from typing import Optional
 import pytest
 
 from autograd_lint.catalogue import RULES, RuleInfo
+from autograd_lint.fix.registry import FIXERS
 from conftest import REPO_ROOT, run_cli
 
 RULES_DIR = REPO_ROOT / "rules"
@@ -32,6 +33,8 @@ HEADINGS = [
     "How --dynamic confirms it",
     "References",
 ]
+# ruff's section: what --fix does for the code and whether it is safe; only codes with a fixer.
+FIX_SAFETY = "Fix safety"
 ALLOWED_LINK_PREFIXES = ("https://pytorch.org/docs/", "https://github.com/pytorch/")
 
 ALL_CODES = sorted(RULES)
@@ -82,6 +85,13 @@ def expected_severity_line(info: RuleInfo) -> str:
     return f"Severity: {info.severity} · Default: {default}"
 
 
+def expected_headings(code: str) -> list[str]:
+    if code not in FIXERS:
+        return HEADINGS
+    after = HEADINGS.index("Use instead") + 1
+    return [*HEADINGS[:after], FIX_SAFETY, *HEADINGS[after:]]
+
+
 def page(code: str) -> Page:
     return parse_page((RULES_DIR / f"{code}.md").read_text(encoding="utf-8"))
 
@@ -110,9 +120,19 @@ def test_page_structure(code):
     assert text.splitlines()[0] == f"# {code}: {info.name}"
     assert parsed.titles == [f"# {code}: {info.name}"]
     assert parsed.severity_line == expected_severity_line(info)
-    assert parsed.headings == HEADINGS
-    for heading in HEADINGS:
+    assert parsed.headings == expected_headings(code)
+    for heading in parsed.headings:
         assert parsed.sections[heading].strip(), f"{code}: empty section {heading!r}"
+    assert "### Fix safety" not in text, f"{code}: Fix safety is a section of its own (## Fix safety)"
+
+
+def test_fix_safety_sections_follow_the_registry():
+    """A page says how it is fixed exactly when a fixer exists, and says whether it is safe."""
+    with_section = {code for code in ALL_CODES if FIX_SAFETY in page(code).headings}
+    assert with_section == set(FIXERS)
+    for code in sorted(FIXERS):
+        text = page(code).sections[FIX_SAFETY]
+        assert "--fix" in text and ("**Safe" in text or "**safe" in text or "**Unsafe" in text), code
 
 
 @pytest.mark.parametrize("code", ALL_CODES)
@@ -213,3 +233,12 @@ def test_examples_trigger_no_other_code(linted, code):
     use_instead = result(linted, code, "use")
     assert not example, f"{code}: the Example also gives {example}"
     assert not use_instead, f"{code}: the Use-instead block gives {use_instead}"
+
+
+def test_explain_prints_the_fix_safety_section(tmp_path):
+    result = run_cli("--explain", "agl201", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == (RULES_DIR / "AGL201.md").read_text(encoding="utf-8")
+    assert "\n## Fix safety\n`--fix --unsafe-fixes` turns" in result.stdout
+    assert result.stdout.index("## Use instead") < result.stdout.index("## Fix safety") < result.stdout.index(
+        "## When it stays silent")

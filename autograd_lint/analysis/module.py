@@ -23,8 +23,9 @@ class ModuleAnalysis:
     index: ModuleIndex
     project: ProjectFacts
     classes: list[FunctionModel] = field(default_factory=list)
-    # Classes libcst could not parse (its grammar lags CPython's): "ClassName: reason".
-    unparsed: list[str] = field(default_factory=list)
+    # Classes libcst could not parse (its grammar lags CPython's, e.g. a line holding only a
+    # backslash continuation): (class line, class name).
+    unparsed: list[tuple[int, str]] = field(default_factory=list)
 
     def finding(
         self,
@@ -75,8 +76,9 @@ def analyse_module(path: str, text: str, tree: Optional[ast.Module], project: Pr
     for info in index.function_classes:
         try:
             parsed = parse_class(lines, info.node)
-        except (cst.ParserSyntaxError, StopIteration) as error:
-            analysis.unparsed.append(f"{info.name}: {str(error).splitlines()[0] if str(error) else error!r}")
+        except (cst.ParserSyntaxError, StopIteration):
+            # libcst's own message gives positions inside the class snippet: not useful here.
+            analysis.unparsed.append((info.node.lineno, info.name))
             continue
         model = build_function_model(info, parsed, index.imports.qualify, local_models, project)
         local_models[info.name] = model

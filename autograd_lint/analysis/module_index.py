@@ -198,7 +198,35 @@ def collect_skeleton(tree: ast.Module, text: str) -> ModuleSkeleton:
     skeleton.structural_lines = sorted(structural | skeleton.interesting_lines)
     _walk_statements(tree.body, tree, skeleton)
     skeleton.classes.sort(key=lambda c: (c.node.lineno, c.node.col_offset))
+    _add_members_assigned_later(tree.body, skeleton.classes)
     return skeleton
+
+
+def _add_members_assigned_later(statements: list[ast.stmt], classes: list[ClassInfo]) -> None:
+    """Count ``MyFn.backward = staticmethod(_backward)`` and ``setattr(MyFn, "backward", ...)``
+    at module level as members of ``MyFn``: the class has them by the time anyone calls it."""
+    module_classes = {id(s) for s in statements if isinstance(s, ast.ClassDef)}
+    for statement in statements:
+        for class_name, member in _assigned_members(statement):
+            defined = [c for c in classes if c.name == class_name and id(c.node) in module_classes
+                       and c.node.lineno < statement.lineno]
+            if defined:  # the latest definition before the assignment is the one it changes
+                defined[-1].methods.add(member)
+
+
+def _assigned_members(statement: ast.stmt) -> list[tuple[str, str]]:
+    """(class name, member) pairs that ``statement`` sets on a plain name from outside."""
+    if isinstance(statement, ast.Assign) or (isinstance(statement, ast.AnnAssign) and statement.value is not None):
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        return [(t.value.id, t.attr) for t in targets
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)]
+    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+        call = statement.value
+        if (isinstance(call.func, ast.Name) and call.func.id == "setattr" and len(call.args) == 3
+                and isinstance(call.args[0], ast.Name) and isinstance(call.args[1], ast.Constant)
+                and isinstance(call.args[1].value, str)):
+            return [(call.args[0].id, call.args[1].value)]
+    return []
 
 
 _CLASS_NAME = re.compile(r"^[ \t]*class[ \t]+(\w+)", re.M)

@@ -70,6 +70,21 @@ class ProjectFacts:
                 pending.extend(self.bases.get(name, []))
         return methods, attrs
 
+    def defines(self, class_name: str, member: str) -> bool:
+        """Does the class, or one of its bases in any linted file, define ``member``? (methods
+        only: unlike ``inherited``, a base whose ctx use is unknown still counts)."""
+        pending, seen = [class_name], set()
+        while pending:
+            name = pending.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            members = self.class_members.get(name)
+            if members is not None and member in members[0]:
+                return True
+            pending.extend(self.bases.get(name, []))
+        return False
+
     @classmethod
     def merge(cls, all_facts: Iterable[FileFacts]) -> "ProjectFacts":
         all_facts = list(all_facts)

@@ -120,6 +120,8 @@ def _result(finding: "Finding", rule_index: int) -> dict:
             "region": region(finding),
         }}],
     }
+    if finding.confirmation is not None:  # --dynamic ran: what it found at runtime
+        result["properties"] = {"confirmation": finding.confirmation, "evidence": finding.evidence}
     if finding.function_class:
         # Where in the code, by name: SARIF viewers group by it; GitHub ignores it.
         name = f"{finding.function_class}.{finding.method}" if finding.method else finding.function_class

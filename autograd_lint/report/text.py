@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
+    from autograd_lint.findings import Finding
     from autograd_lint.report import LintRun
 
 _SEVERITY_COLOUR = {"error": "31", "warning": "33", "info": "34"}  # red, yellow, blue
@@ -22,8 +23,17 @@ def write(run: "LintRun", out: TextIO, color: bool) -> None:
     for finding in run.findings:
         code = style(finding.code, "1;" + _SEVERITY_COLOUR.get(finding.severity, "0"), color)
         out.write(
-            f"{style(finding.path, '1', color)}:{finding.line}:{finding.column}: {code} {finding.message}\n"
+            f"{style(finding.path, '1', color)}:{finding.line}:{finding.column}: {code} {finding.message}"
+            f"{confirmation_suffix(finding)}\n"
         )
+
+
+def confirmation_suffix(finding: "Finding") -> str:
+    """`` [confirmed: evidence]`` after a finding that --dynamic looked at; nothing otherwise."""
+    if finding.confirmation is None:
+        return ""
+    evidence = " ".join((finding.evidence or "").split())  # one line per finding, always
+    return f" [{finding.confirmation}: {evidence}]" if evidence else f" [{finding.confirmation}]"
 
 
 def _plural(count: int, word: str) -> str:

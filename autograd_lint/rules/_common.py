@@ -6,9 +6,11 @@ from typing import Optional
 
 import libcst as cst
 
-from autograd_lint.analysis.class_model import FunctionModel, Method
+from autograd_lint.analysis.class_model import Method
 from autograd_lint.analysis.flow import enumerate_paths
-from autograd_lint.analysis.syntax import is_ctx_attr, is_none, last_name
+# Re-exported: the rules import it from here.
+from autograd_lint.analysis.non_differentiable import all_outputs_non_differentiable  # noqa: F401
+from autograd_lint.analysis.syntax import is_none, last_name
 from autograd_lint.analysis.tensorness import T, TensorJudge
 
 _ZERO_FACTORIES = frozenset({"zeros", "zeros_like", "new_zeros"})
@@ -86,21 +88,6 @@ def raises_only(method: Method) -> bool:
     body = [s for s in method.node.body.body]
     last = body[-1] if body else None
     return isinstance(last, cst.SimpleStatementLine) and any(isinstance(s, cst.Raise) for s in last.body)
-
-
-def marked_non_differentiable(model: FunctionModel) -> set[str]:
-    names: set[str] = set()
-    for method in model.forward_methods:
-        for node in method.nodes:
-            if isinstance(node, cst.Call) and is_ctx_attr(node.func, model.ctx_names(method), "mark_non_differentiable"):
-                names |= {a.value.value for a in node.args if isinstance(a.value, cst.Name)}
-    return names
-
-
-def all_outputs_non_differentiable(model: FunctionModel) -> bool:
-    """forward marks every value it returns non-differentiable: backward is never called."""
-    returned = model.returned_names
-    return bool(returned) and returned <= marked_non_differentiable(model)
 
 
 def plural(count: int, word: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Iterator
 
 from autograd_lint.analysis.module import ModuleAnalysis
@@ -12,8 +13,12 @@ CODE = "AGL104"
 
 def check(module: ModuleAnalysis) -> Iterator[Finding]:
     for name, site in module.index.instantiations:
-        yield module.finding(
+        class_name = module.index.imports.names.get(name, name).rsplit(".", 1)[-1]
+        if module.project.defines(class_name, "__call__"):
+            continue  # a deliberate callable wrapper object: calling the instance runs its own __call__
+        finding = module.finding(
             CODE, site,
             f"{name}() instantiates a Function class: call {name}.apply(...) instead "
             f"(calling an instance raises 'Legacy autograd function with non-static forward method is deprecated')",
         )
+        yield replace(finding, function_class=class_name)  # the class instantiated (--dynamic runs it)

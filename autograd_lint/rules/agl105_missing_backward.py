@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from autograd_lint.analysis.class_model import FunctionModel
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.findings import Finding
 from autograd_lint.rules._common import raises_only
@@ -20,7 +21,8 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
         if model.unknown_base and model.inherited_from_project is None:
             continue  # a base in another file that we cannot see fully
         inherited = model.inherited_from_project[0] if model.inherited_from_project else set()
-        if any(model.method(n) or n in model.info.methods or n in inherited for n in ("backward", "vjp")):
+        members = _members_with_bases(model) | inherited
+        if any(model.method(n) or n in members for n in ("backward", "vjp")):
             continue
         if model.name in module.project.subclassed_names or model.name in local_bases:
             continue  # a base class: its subclasses provide backward
@@ -29,3 +31,12 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
             f"{model.name} defines forward but no backward (or vjp): backward through it raises "
             f"'You must implement either the backward or vjp method'",
         )
+
+
+def _members_with_bases(model: FunctionModel) -> set[str]:
+    """Members of the class and its Function bases in this file, including those bound in the
+    class body by assignment or after it (``MyFn.backward = staticmethod(_backward)``)."""
+    members = set(model.info.methods)
+    for base in model.bases:
+        members |= _members_with_bases(base)
+    return members

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from autograd_lint.analysis.class_model import Method
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.findings import Finding
 
@@ -22,8 +23,15 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
                 "setup_context is defined but forward still takes ctx: with setup_context, "
                 "forward takes only the inputs",
             )
-        elif setup.star_args is None and len(setup.params) != 3:
+        elif setup.star_args is None and not _accepts_three(setup):
             yield module.at_def(
                 CODE, model, setup,
                 f"setup_context takes {len(setup.params)} parameters: it must take exactly (ctx, inputs, output)",
             )
+
+
+def _accepts_three(setup: Method) -> bool:
+    """PyTorch calls ``setup_context(ctx, inputs, output)``: extra parameters are fine as long
+    as they have defaults (``extra=None``)."""
+    required = sum(1 for p in setup.params if not p.has_default)
+    return required <= 3 <= len(setup.params)

@@ -1,0 +1,296 @@
+"""The runtime rules, run on one Function class with inputs that make its forward work.
+
+- AGL903: call backward directly (runtime-facts M3: ``node.apply(*grads)`` under ``no_grad``, on
+  fresh inputs) and compare the raw returned values with the inputs: count, shape (a
+  broadcast-reducible gradient is fine), dtype and device, before autograd checks or casts them.
+- AGL901: ``gradcheck`` in slow mode (fast mode misses errors of 0.5-1%, runtime-facts M9); the
+  message names the input and the largest difference between the analytical and the numerical
+  Jacobian, computed here because gradcheck's own error does not say which input is worst.
+- AGL902: ``gradgradcheck``, only when gradcheck passed and backward is not ``once_differentiable``.
+- AGL904 (``compare_devices``): the same checks on CUDA after they passed on the CPU.
+A forward that gives different outputs for the same inputs (dropout) is not gradchecked at all:
+finite differences of a random function are noise.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+import torch
+from torch.autograd.gradcheck import GradcheckError
+
+from autograd_lint.dynamic.inputs import flatten_outputs, has_derivative  # noqa: F401 (re-exported)
+
+EPS, ATOL, RTOL = 1e-6, 1e-5, 1e-3
+
+
+@dataclass
+class RuntimeFinding:
+    code: str
+    message: str
+
+
+@dataclass
+class CheckReport:
+    findings: list[RuntimeFinding] = field(default_factory=list)
+    ran: list[str] = field(default_factory=list)  # the checks that ran to a verdict
+    skipped: list[str] = field(default_factory=list)  # "gradgradcheck: once_differentiable", ...
+
+    def codes(self) -> set[str]:
+        return {finding.code for finding in self.findings}
+
+
+def is_once_differentiable(cls: type) -> bool:
+    """``@once_differentiable`` wraps backward in a function defined in torch/autograd/function.py."""
+    for name in ("backward", "vjp"):
+        code = getattr(getattr(cls, name, None), "__code__", None)
+        if code is not None and code.co_name == "wrapper" and \
+                code.co_filename.endswith(os.path.join("autograd", "function.py")):
+            return True
+    return False
+
+
+def run_checks(cls: type, make_inputs: Callable[[], tuple], names: list[str]) -> CheckReport:
+    report = CheckReport()
+    if not has_differentiable_output(cls, make_inputs):
+        report.skipped.append("all checks: forward returns no differentiable output (backward is never called)")
+        return report
+    if not is_repeatable(cls, make_inputs):
+        report.skipped.append("gradcheck: forward is not deterministic (the same inputs gave different "
+                              "outputs: randomness, or inputs changed in place)")
+        return report
+    raw_problems, blocking = raw_backward_problems(cls, make_inputs, names)
+    report.ran.append("raw backward")
+    if raw_problems:
+        report.findings.append(RuntimeFinding("AGL903", "; ".join(raw_problems)))
+    if blocking:  # autograd itself would raise: gradcheck would only repeat the same error
+        report.skipped.append("gradcheck: backward's result is rejected by autograd (AGL903)")
+        return report
+    failure = gradcheck_failure(cls, make_inputs, names)
+    report.ran.append("gradcheck")
+    if failure:
+        report.findings.append(RuntimeFinding("AGL901", failure))
+        report.skipped.append("gradgradcheck: gradcheck failed")
+        return report
+    if raw_problems:  # a float32 gradient: second derivatives lose the precision gradgradcheck needs
+        report.skipped.append("gradgradcheck: backward's gradients are not float64 (AGL903)")
+        return report
+    if is_once_differentiable(cls):
+        report.skipped.append("gradgradcheck: backward is @once_differentiable")
+        return report
+    failure = gradgradcheck_failure(cls, make_inputs)
+    report.ran.append("gradgradcheck")
+    if failure:
+        report.findings.append(RuntimeFinding("AGL902", failure))
+    return report
+
+
+def compare_devices(cpu: CheckReport, cuda: CheckReport) -> list[RuntimeFinding]:
+    """AGL904 for each check that passed on the CPU and failed on CUDA."""
+    cpu_codes = cpu.codes()
+    return [RuntimeFinding("AGL904", f"passes on CPU, fails on CUDA: {finding.message}")
+            for finding in cuda.findings if finding.code not in cpu_codes]
+
+
+def differentiable_outputs(cls: type) -> Callable[..., Any]:
+    """``cls.apply`` keeping only floating tensor outputs (what gradcheck can compare)."""
+
+    def apply(*inputs: Any) -> Any:
+        outputs = tuple(value for value in flatten_outputs(cls.apply(*inputs))
+                        if isinstance(value, torch.Tensor) and (value.is_floating_point() or value.is_complex()))
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    return apply
+
+
+def has_differentiable_output(cls: type, make_inputs: Callable[[], tuple]) -> bool:
+    with torch.enable_grad():
+        outputs = flatten_outputs(cls.apply(*make_inputs()))
+    return any(isinstance(value, torch.Tensor) and value.requires_grad for value in outputs)
+
+
+def is_repeatable(cls: type, make_inputs: Callable[[], tuple]) -> bool:
+    """Forward twice on the very same input objects, as gradcheck calls it: equal outputs?
+    (Catches random forwards, and forwards that change their inputs in place.)"""
+    inputs = make_inputs()
+    with torch.no_grad():
+        first = [value.clone() if isinstance(value, torch.Tensor) else value
+                 for value in flatten_outputs(cls.apply(*inputs))]
+        second = flatten_outputs(cls.apply(*inputs))
+    if len(first) != len(second):
+        return False
+    for a, b in zip(first, second):
+        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+            if a.shape != b.shape or not torch.allclose(a, b, rtol=1e-9, atol=1e-12, equal_nan=True):
+                return False
+    return True
+
+
+def raw_backward_problems(cls: type, make_inputs: Callable[[], tuple], names: list[str]) -> tuple[list[str], bool]:
+    """What is wrong with backward's raw result, and whether autograd would reject it (vs. cast it)."""
+    inputs = make_inputs()
+    with torch.enable_grad():
+        outputs = flatten_outputs(cls.apply(*inputs))
+    node = next((value.grad_fn for value in outputs
+                 if isinstance(value, torch.Tensor) and value.grad_fn is not None
+                 and getattr(type(value.grad_fn), "_forward_cls", None) is cls), None)
+    if node is None:
+        return [], False
+    grads = [_grad_for(value) for value in outputs]
+    try:
+        with torch.no_grad():
+            result = node.apply(*grads)
+    except Exception as error:  # the user's backward failed: gradcheck reports it (AGL901)
+        return [], False
+    returned = result if isinstance(result, tuple) else (result,)
+    problems: list[str] = []
+    blocking = False
+    expected = len(node.needs_input_grad)
+    extra = returned[expected:]
+    if len(returned) < expected or any(value is not None for value in extra):
+        problems.append(f"backward returned {len(returned)} value{'s' * (len(returned) != 1)} "
+                        f"for {expected} input{'s' * (expected != 1)}")
+        return problems, True
+    for index, (value, grad) in enumerate(zip(inputs, returned)):
+        what = _input_name(index, names)
+        if grad is None:
+            continue
+        if not isinstance(value, torch.Tensor):
+            problems.append(f"gradient {index} is not None but {what} is not a tensor")
+            blocking = True
+            continue
+        if not value.requires_grad:
+            continue  # autograd never looks at it (silently): not a wrong result for this call
+        if not isinstance(grad, torch.Tensor):
+            problems.append(f"gradient for {what} is a {type(grad).__name__}, not a tensor")
+            blocking = True
+            continue
+        if grad.shape != value.shape and not _reducible(grad.shape, value.shape):
+            problems.append(f"gradient for {what} has shape {tuple(grad.shape)}, the input {tuple(value.shape)}")
+            blocking = True
+        if grad.dtype != value.dtype:
+            problems.append(f"gradient for {what} is {_dtype(grad)}, the input {_dtype(value)} "
+                            "(autograd casts it silently)")
+        if grad.device != value.device:
+            problems.append(f"gradient for {what} is on {grad.device}, the input on {value.device}")
+            blocking = True
+    return problems, blocking
+
+
+def _grad_for(output: Any) -> Any:
+    if not isinstance(output, torch.Tensor):
+        return None
+    if output.requires_grad and (output.is_floating_point() or output.is_complex()):
+        return torch.randn_like(output)
+    return torch.zeros_like(output)
+
+
+def _reducible(grad_shape: torch.Size, input_shape: torch.Size) -> bool:
+    """PyTorch sums a gradient that the input broadcasts to back down to the input's shape."""
+    try:
+        return torch.broadcast_shapes(input_shape, grad_shape) == grad_shape
+    except RuntimeError:
+        return False
+
+
+def gradcheck_failure(cls: type, make_inputs: Callable[[], tuple], names: list[str]) -> Optional[str]:
+    function = differentiable_outputs(cls)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            passed = torch.autograd.gradcheck(function, make_inputs(), eps=EPS, atol=ATOL, rtol=RTOL,
+                                              fast_mode=False, raise_exception=False)
+    except Exception as error:  # backward (or forward under perturbation) raised
+        return f"gradcheck raised {type(error).__name__}: {_first_line(error)}"
+    if passed:
+        return None
+    worst = jacobian_differences(function, make_inputs())
+    if not worst:
+        return "gradcheck failed (Jacobian mismatch)"
+    parts = [f"{_input_name(index, names)}: max |analytical - numerical| = {difference:.4g}"
+             for index, difference in sorted(worst.items(), key=lambda item: -item[1]) if difference > ATOL]
+    return "gradcheck failed for " + "; ".join(parts or ["an input (within tolerance per element)"])
+
+
+def gradgradcheck_failure(cls: type, make_inputs: Callable[[], tuple]) -> Optional[str]:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.autograd.gradgradcheck(differentiable_outputs(cls), make_inputs(), eps=EPS, atol=ATOL,
+                                         rtol=RTOL, fast_mode=False, raise_exception=True)
+    except GradcheckError as error:
+        return f"gradgradcheck failed: {_first_line(error).rstrip(',')}"
+    except Exception as error:
+        return f"gradgradcheck raised {type(error).__name__}: {_first_line(error)}"
+    return None
+
+
+def jacobian_differences(function: Callable[..., Any], inputs: tuple) -> dict[int, float]:
+    """Input index -> max |analytical - numerical| over its Jacobian (real float tensors only)."""
+    differences: dict[int, float] = {}
+    for index, value in enumerate(inputs):
+        if not (isinstance(value, torch.Tensor) and value.requires_grad and value.is_floating_point()):
+            continue
+        try:
+            numerical = _numerical_jacobian(function, inputs, index)
+            analytical = _analytical_jacobian(function, inputs, index)
+        except Exception:
+            continue
+        if numerical.shape == analytical.shape:
+            differences[index] = float((analytical - numerical).abs().max()) if numerical.numel() else 0.0
+    return differences
+
+
+def _flat_outputs(function: Callable[..., Any], inputs: tuple) -> torch.Tensor:
+    outputs = function(*inputs)
+    outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+    return torch.cat([output.detach().reshape(-1) for output in outputs]) if outputs else torch.zeros(0)
+
+
+def _numerical_jacobian(function: Callable[..., Any], inputs: tuple, index: int) -> torch.Tensor:
+    columns = []
+    with torch.no_grad():
+        base = inputs[index].detach()
+        for element in range(base.numel()):
+            shifted = []
+            for sign in (1, -1):
+                perturbed = base.clone()
+                perturbed.view(-1)[element] += sign * EPS
+                arguments = list(inputs)
+                arguments[index] = perturbed.requires_grad_(True)
+                shifted.append(_flat_outputs(function, tuple(arguments)))
+            columns.append((shifted[0] - shifted[1]) / (2 * EPS))
+    return torch.stack(columns, dim=1)  # (outputs, input elements)
+
+
+def _analytical_jacobian(function: Callable[..., Any], inputs: tuple, index: int) -> torch.Tensor:
+    with torch.enable_grad():
+        outputs = function(*inputs)
+        outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+        rows = []
+        for output_number, output in enumerate(outputs):
+            for element in range(output.numel()):
+                grad_outputs = [torch.zeros_like(o) for o in outputs]
+                grad_outputs[output_number].view(-1)[element] = 1.0
+                grad, = torch.autograd.grad(outputs, inputs[index], grad_outputs, retain_graph=True,
+                                            allow_unused=True)
+                rows.append(torch.zeros(inputs[index].numel(), dtype=inputs[index].dtype,
+                                        device=inputs[index].device) if grad is None
+                            else grad.detach().reshape(-1))
+    return torch.stack(rows, dim=0)
+
+
+def _input_name(index: int, names: list[str]) -> str:
+    return f"input {index} (`{names[index]}`)" if index < len(names) else f"input {index}"
+
+
+def _dtype(tensor: torch.Tensor) -> str:
+    return str(tensor.dtype).replace("torch.", "")
+
+
+def _first_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0][:300] if lines else type(error).__name__

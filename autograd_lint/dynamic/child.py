@@ -1,0 +1,262 @@
+"""One module's dynamic pass, in its own process: ``python -m autograd_lint.dynamic.child REQUEST RESULT``.
+
+REQUEST is a JSON file written by the runner (the module, its static findings, the call-site files,
+the config's examples, the device); RESULT is where this process writes its answer, rewritten
+after every class so that a module that later hangs or crashes still reports what was done.
+The user's code may print anything to stdout/stderr: the protocol goes through the file only.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import json
+import os
+import sys
+import time
+from typing import Any, Callable, Optional
+
+NO_RUNTIME_CHECK = "no runtime check for this rule"
+
+
+def main(argv: list[str]) -> int:
+    request_path, result_path = argv
+    with open(request_path, encoding="utf-8") as handle:
+        request = json.load(handle)
+    sys.dont_write_bytecode = True  # never a __pycache__ in the user's tree
+    result: dict = {"import": "failed", "reason": "", "classes": [], "confirmations": {}, "done": False}
+    writer = _ResultWriter(result_path, result)
+
+    try:
+        import torch  # noqa: F401  (its own failure is reported like a failed import)
+    except BaseException as error:  # noqa: B036 - anything, SystemExit included
+        result["reason"] = f"cannot import torch: {type(error).__name__}: {error}"
+        writer.write()
+        return 0
+    device = _device(request.get("device", "cpu"))
+    if device is None:
+        result["reason"] = "--device cuda, but torch.cuda.is_available() is False"
+        writer.write()
+        return 0
+
+    try:
+        module = import_module(request["module_path"], request["project_root"])
+    except SystemExit as exit_:
+        result["reason"] = f"called sys.exit({exit_.code!r}) on import"
+        writer.write()
+        return 0
+    except BaseException as error:  # noqa: B036 - the user's import can raise anything
+        result["reason"] = f"failed to import: {type(error).__name__}: {_first_line(error)}"
+        writer.write()
+        return 0
+    result["import"] = "ok"
+    result["device"] = device
+    writer.write()
+
+    from autograd_lint.dynamic.inputs import choose_inputs
+
+    classes = function_classes(module)
+    chosen: dict[str, Any] = {}  # class name -> ChosenInputs, or the reason there are none
+    by_name = {}
+    for cls in classes:
+        started = time.perf_counter()
+        entry = _class_entry(cls)
+        result["classes"].append(entry)
+        by_name.setdefault(cls.__name__, cls)
+        by_name.setdefault(cls.__qualname__, cls)
+        try:
+            outcome = choose_inputs(cls, module, request.get("call_site_files", []),
+                                    request.get("config_examples", {}), request["module_path"], "cpu",
+                                    use_declared=request.get("use_declared", True))
+        except BaseException as error:  # noqa: B036 - a forward calling sys.exit, for one
+            outcome = None
+            entry["reason"] = f"building inputs raised {type(error).__name__}: {_first_line(error)}"
+        if outcome is not None and outcome.chosen is None:
+            entry["reason"] = outcome.reason
+        if outcome is not None and outcome.chosen is not None:
+            inputs = outcome.chosen
+            entry["inputs"] = {"source": inputs.source, "detail": inputs.detail, "shapes": inputs.shapes}
+            entry["inputs_seconds"] = round(time.perf_counter() - started, 4)
+            chosen[cls.__name__] = inputs
+            _run_runtime_checks(cls, inputs, device, entry)
+        else:
+            chosen[cls.__name__] = entry["reason"]
+        entry["seconds"] = round(time.perf_counter() - started, 4)
+        writer.write()
+
+    confirm = _load_confirm()
+    for index, finding in enumerate(request.get("findings", [])):
+        result["confirmations"][str(index)] = _confirm_one(finding, by_name, chosen, confirm, device)
+    writer.write()
+    result["done"] = True
+    writer.write()
+    return 0
+
+
+def _device(requested: str) -> Optional[str]:
+    import torch
+
+    if requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if requested == "cuda" and not torch.cuda.is_available():
+        return None
+    return requested
+
+
+def import_module(path: str, project_root: str) -> Any:
+    """Import the file at ``path`` as its dotted name when it is in a package, else by its stem,
+    with its directory (or its top package's parent) and the project root importable."""
+    path = os.path.abspath(path)
+    directory, filename = os.path.split(path)
+    stem = os.path.splitext(filename)[0]
+    parts = [] if stem == "__init__" else [stem]
+    top = directory
+    while os.path.isfile(os.path.join(top, "__init__.py")):
+        parts.insert(0, os.path.basename(top))
+        top = os.path.dirname(top)
+    for entry in (os.path.abspath(project_root), directory, top):
+        if entry not in sys.path:
+            sys.path.insert(0, entry)
+    if len(parts) > 1 or stem == "__init__":
+        module = importlib.import_module(".".join(parts))
+        if os.path.samefile(getattr(module, "__file__", "") or path, path):
+            return module
+    name = stem if stem not in sys.modules and stem not in getattr(sys, "stdlib_module_names", ()) else f"_autograd_lint_{stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def function_classes(module: Any) -> list[type]:
+    """The Function classes the module itself defines (nested ones too), in source order."""
+    import torch
+
+    found, stack, seen = [], [torch.autograd.Function], set()
+    while stack:
+        for subclass in stack.pop().__subclasses__():
+            if subclass not in seen:
+                seen.add(subclass)
+                stack.append(subclass)
+                if subclass.__module__ == module.__name__ and "forward" in _own_or_inherited(subclass):
+                    found.append(subclass)
+    return sorted(found, key=lambda cls: (_source_line(cls), cls.__qualname__))
+
+
+def _own_or_inherited(cls: type) -> set[str]:
+    import torch
+
+    base = torch.autograd.Function
+    return {"forward"} if getattr(cls, "forward", None) is not getattr(base, "forward", None) else set()
+
+
+def _source_line(cls: type) -> int:
+    try:
+        return inspect.getsourcelines(cls)[1]
+    except (OSError, TypeError, IndexError):
+        return 0
+
+
+def _class_entry(cls: type) -> dict:
+    line = _source_line(cls)
+    column = 1
+    try:
+        lines = inspect.getsourcelines(cls)[0]
+        column = len(lines[0]) - len(lines[0].lstrip()) + 1 if lines else 1
+    except (OSError, TypeError):
+        pass
+    return {"name": cls.__name__, "qualname": cls.__qualname__, "line": line or 1, "column": column,
+            "inputs": None, "reason": "", "runtime_findings": [], "ran": [], "skipped": []}
+
+
+def _run_runtime_checks(cls: type, inputs: Any, device: str, entry: dict) -> None:
+    from autograd_lint.dynamic import checks
+    from autograd_lint.dynamic.inputs import forward_problem, make_inputs_factory
+    from autograd_lint.dynamic.synthesis import forward_parameters
+
+    if not checks.has_derivative(cls):
+        entry["skipped"].append("all checks: no backward or vjp (an abstract base?)")
+        return
+    names = [parameter.name for parameter in forward_parameters(cls) or []]
+    started = time.perf_counter()
+    try:
+        cpu = checks.run_checks(cls, inputs.make_inputs, names)
+        found = list(cpu.findings)
+        entry["ran"], entry["skipped"] = cpu.ran, cpu.skipped
+        if device == "cuda":
+            make_cuda = make_inputs_factory(inputs.recipe, "cuda")
+            problem = forward_problem(cls, make_cuda)
+            if problem is not None:
+                found.append(checks.RuntimeFinding("AGL904", f"passes on CPU, fails on CUDA: {problem}"))
+            else:
+                found += checks.compare_devices(cpu, checks.run_checks(cls, make_cuda, names))
+            entry["ran"].append("cuda")
+    except BaseException as error:  # noqa: B036 - the user's code under check can raise anything
+        entry["skipped"].append(f"checks raised {type(error).__name__}: {_first_line(error)}")
+        found = []
+    entry["check_seconds"] = round(time.perf_counter() - started, 4)
+    entry["runtime_findings"] = [{"code": f.code, "message": f.message} for f in found]
+
+
+def _load_confirm() -> Optional[tuple[frozenset, Callable]]:
+    try:
+        from autograd_lint.dynamic.confirm import CONFIRMABLE_CODES, confirm_finding
+    except ImportError:
+        return None
+    return CONFIRMABLE_CODES, confirm_finding
+
+
+def _confirm_one(finding: dict, by_name: dict, chosen: dict, confirm: Optional[tuple], device: str) -> list:
+    from autograd_lint.dynamic.inputs import make_inputs_factory
+
+    name = finding.get("function_class")
+    if finding.get("code") == "AGL000":
+        return ["unverified", "the file could not be read or parsed"]
+    if not name:
+        return ["unverified", "not tied to a Function class"]
+    cls = by_name.get(name)
+    if cls is None:
+        return ["unverified", f"{name} is not a Function class defined in this module"]
+    inputs = chosen.get(cls.__name__)
+    if isinstance(inputs, str) or inputs is None:
+        return ["unverified", inputs or "could not build inputs"]
+    if confirm is None:
+        return ["unverified", NO_RUNTIME_CHECK]
+    codes, confirm_finding = confirm
+    if finding.get("code") not in codes:
+        return ["unverified", f"no runtime check for {finding.get('code')}"]
+    make_inputs = inputs.make_inputs if device == "cpu" else make_inputs_factory(inputs.recipe, device)
+    try:
+        confirmation, evidence = confirm_finding(cls, make_inputs, finding)
+    except BaseException as error:  # noqa: B036 - "never raises" is a promise we do not bet on
+        return ["unverified", f"the runtime check raised {type(error).__name__}: {_first_line(error)}"]
+    if confirmation not in ("confirmed", "not-reproduced", "unverified"):
+        return ["unverified", f"the runtime check gave {confirmation!r}"]
+    return [confirmation, str(evidence)]
+
+
+class _ResultWriter:
+    def __init__(self, path: str, result: dict) -> None:
+        self.path, self.result = path, result
+
+    def write(self) -> None:
+        temporary = self.path + ".tmp"
+        with open(temporary, "w", encoding="utf-8") as handle:
+            json.dump(self.result, handle, default=repr)
+        os.replace(temporary, self.path)  # the runner never reads a half-written file
+
+
+def _first_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0][:300] if lines else ""
+
+
+if __name__ == "__main__":
+    code = main(sys.argv[1:])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # do not wait for threads or atexit handlers the user's module started

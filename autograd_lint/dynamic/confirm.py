@@ -1,0 +1,58 @@
+"""Confirm or refute one static finding by running the Function (inside the ``--dynamic`` child).
+
+``confirm_finding(F, make_inputs, finding)`` picks the confirmer for the finding's code (see
+``confirmers/``) and returns ``(confirmation, evidence)``: ``confirmed`` when PyTorch shows the
+problem, ``not-reproduced`` when the run shows it does not happen on this example, and
+``unverified`` when the check could not observe it. It never raises.
+
+Codes left out of ``CONFIRMABLE_CODES`` have nothing to run: AGL000 (a parse error), AGL103
+(a missing @staticmethod works at runtime), AGL501 and AGL502 (about the user's tests, which
+``--dynamic`` does not run). Their pages say so.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+CONFIRMATIONS = ("confirmed", "not-reproduced", "unverified")
+
+CONFIRMABLE_CODES: frozenset[str] = frozenset({
+    "AGL101", "AGL102", "AGL104", "AGL105", "AGL106", "AGL107", "AGL108",
+    "AGL201", "AGL202", "AGL203", "AGL204", "AGL205", "AGL206",
+    "AGL301", "AGL302", "AGL303", "AGL304", "AGL305",
+    "AGL401", "AGL402",
+})
+
+
+def confirm_finding(function_class: type, make_inputs: Callable[[], tuple], finding: dict) -> tuple[str, str]:
+    """Runs in the child process, torch imported. ``finding`` is ``Finding.to_json()``;
+    ``make_inputs()`` returns a fresh tuple of positional args for ``function_class.apply``.
+    Returns (confirmation, evidence). Never raises."""
+    code = finding.get("code") if isinstance(finding, dict) else None
+    if code not in CONFIRMABLE_CODES:
+        return "unverified", f"{code} is not something --dynamic can confirm at runtime"
+    try:
+        # Imported here, not at the top: the confirmers import torch.
+        import torch
+
+        from autograd_lint.dynamic.confirmers import CONFIRMERS
+        from autograd_lint.dynamic.confirmers.probe import Subject, Unverifiable
+    except Exception as error:  # noqa: BLE001
+        return "unverified", f"cannot load the confirmers: {_describe(error)}"
+    try:
+        with torch.enable_grad():  # every check needs the graph, whatever the caller's grad mode
+            confirmation, evidence = CONFIRMERS[code](Subject(function_class, make_inputs, finding))
+    except Unverifiable as reason:
+        return "unverified", str(reason) or "the check could not observe the problem"
+    except Exception as error:  # noqa: BLE001 - a confirmer's failure is an answer, not a crash
+        return "unverified", f"the {code} check failed: {_describe(error)}"
+    except SystemExit as error:  # the user's code may call sys.exit()
+        return "unverified", f"the {code} check failed: the Function called sys.exit({error.code!r})"
+    if confirmation not in CONFIRMATIONS or not evidence:
+        return "unverified", f"the {code} check gave no usable answer ({confirmation!r})"
+    return confirmation, evidence
+
+
+def _describe(error: BaseException) -> str:
+    text = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    return f"{type(error).__name__}: {text[:300]}" if text else type(error).__name__

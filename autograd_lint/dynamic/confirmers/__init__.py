@@ -1,0 +1,37 @@
+"""One confirmer per rule code: ``CONFIRMERS[code](subject) -> (confirmation, evidence)``.
+
+Each confirmer reads like the "How --dynamic confirms it" section of ``rules/<code>.md``. It may
+raise :class:`~autograd_lint.dynamic.confirmers.probe.Unverifiable` (its message is the
+evidence); ``autograd_lint.dynamic.confirm`` turns that, and any other exception, into
+``unverified``. Imports torch: load only inside the ``--dynamic`` child.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from autograd_lint.dynamic.confirmers import backward_values, calling, ctx_state, double_backward, inplace
+from autograd_lint.dynamic.confirmers.probe import Result, Subject
+
+CONFIRMERS: dict[str, Callable[[Subject], Result]] = {
+    "AGL101": backward_values.backward_return_count,
+    "AGL102": backward_values.backward_grad_arg_count,
+    "AGL104": calling.function_instantiated,
+    "AGL105": calling.missing_backward,
+    "AGL106": calling.setup_context_mismatch,
+    "AGL107": backward_values.stub_derivative,
+    "AGL108": backward_values.grad_output_ignored,
+    "AGL201": ctx_state.ctx_tensor_attribute,
+    "AGL202": ctx_state.save_non_tensor,
+    "AGL203": ctx_state.saved_tensors_in_forward,
+    "AGL204": ctx_state.save_twice,
+    "AGL205": ctx_state.saved_count_mismatch,
+    "AGL206": ctx_state.ctx_attr_undefined,
+    "AGL301": inplace.inplace_grad_output,
+    "AGL302": inplace.inplace_saved_tensor,
+    "AGL303": inplace.inplace_input_no_mark_dirty,
+    "AGL304": inplace.dot_data,
+    "AGL305": double_backward.backward_not_differentiable,
+    "AGL401": backward_values.needs_input_grad_unchecked,
+    "AGL402": backward_values.factory_without_dtype_device,
+}

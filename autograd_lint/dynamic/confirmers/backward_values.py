@@ -1,0 +1,179 @@
+"""What backward returns: how many values (AGL101/102), whether they are real gradients
+(AGL107/108), computed when not needed (AGL401), or made in the wrong dtype/device (AGL402).
+
+Most of these call the user's backward directly (``ctx.apply(*grads)`` under no_grad, M3): its
+raw return value is what the rule is about, before autograd checks, casts or discards it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+
+import torch
+
+from autograd_lint.dynamic.confirmers.probe import (
+    Applied, Result, Subject, Unverifiable, apply, as_gradients, backward_error, call_backward,
+    confirmed, describe_error, describe_tensor, fresh_inputs, not_reproduced, output_grads,
+)
+
+COUNT_ERRORS = re.compile(r"returned an incorrect number of gradients|expected Variable or None")
+
+
+def _raw_backward(applied: Applied, grads: tuple):
+    try:
+        return call_backward(applied, grads)
+    except Unverifiable:
+        raise
+    except Exception as error:  # noqa: BLE001
+        raise Unverifiable(f"backward raised {describe_error(error)} before returning") from error
+
+
+def backward_return_count(subject: Subject) -> Result:
+    """AGL101: PyTorch's own count error at a real backward; the raw count as evidence."""
+    applied = apply(subject)
+    expected = len(applied.require_ctx().needs_input_grad)
+    returned = len(as_gradients(_raw_backward(applied, output_grads(applied))))
+    counted = f"backward returned {returned} value(s) for {expected} forward input(s)"
+    error = backward_error(subject)
+    if error is not None and COUNT_ERRORS.search(str(error)):
+        return confirmed(f"{describe_error(error)} ({counted})")
+    if error is not None:
+        raise Unverifiable(f"backward raised {describe_error(error)}")
+    return not_reproduced(f"{counted} and PyTorch accepted them")
+
+
+def backward_grad_arg_count(subject: Subject) -> Result:
+    """AGL102: backward is called with one gradient per forward output; a signature that does
+    not take them is a TypeError at backward."""
+    applied = apply(subject)
+    grads = output_grads(applied)
+    backward = _user_backward(subject.function_class)
+    try:
+        inspect.signature(backward).bind(applied.require_ctx(), *grads)
+    except TypeError as mismatch:
+        error = backward_error(subject)
+        shown = describe_error(error) if isinstance(error, TypeError) else f"TypeError: {mismatch}"
+        return confirmed(f"{shown} (forward returned {len(grads)} output(s))")
+    except ValueError as error:  # no signature (a builtin): nothing to compare
+        raise Unverifiable(f"cannot read backward's signature: {error}") from error
+    return not_reproduced(f"backward accepts the {len(grads)} gradient(s) of forward's "
+                          f"{len(grads)} output(s)")
+
+
+def _user_backward(cls: type):
+    """The method PyTorch calls: vjp when only vjp is defined, else backward."""
+    base = torch.autograd.Function
+    return cls.vjp if cls.vjp is not base.vjp and cls.backward is base.backward else cls.backward
+
+
+def stub_derivative(subject: Subject) -> Result:
+    """AGL107: a stub backward/vjp returns None for every input, so inputs that require grad
+    silently get no gradient (jvp stubs need forward-mode AD: not exercised here)."""
+    if subject.finding.get("method") == "jvp":
+        raise Unverifiable("a jvp stub shows only under forward-mode AD, which --dynamic does not run")
+    applied = apply(subject)
+    if not any(value.requires_grad for _, value in applied.tensor_inputs()):
+        raise Unverifiable("no input requires grad on this example")
+    if applied.ctx is None:
+        return not_reproduced("no output requires grad (all marked non-differentiable), "
+                              "so backward is never called")
+    needs = tuple(applied.ctx.needs_input_grad)
+    gradients = as_gradients(_raw_backward(applied, output_grads(applied)))
+    wanted = [i for i, need in enumerate(needs) if need]
+    if all(i >= len(gradients) or gradients[i] is None for i in wanted):
+        return confirmed(f"backward returned {_show(gradients)} although needs_input_grad={needs}: "
+                         f"the inputs that require grad get no gradient")
+    return not_reproduced(f"backward returned {_show(gradients)} for needs_input_grad={needs}")
+
+
+def _show(gradients: tuple) -> str:
+    return "(" + ", ".join("None" if g is None else describe_tensor(g) if isinstance(g, torch.Tensor)
+                           else type(g).__name__ for g in gradients) + ")"
+
+
+def grad_output_ignored(subject: Subject) -> Result:
+    """AGL108: the chain rule makes every gradient linear in grad_output; one that stays the
+    same (and is not zero) when grad_output is doubled does not use it."""
+    applied = apply(subject)
+    grads = output_grads(applied)
+    doubled = tuple(g * 2 if isinstance(g, torch.Tensor) and g.is_floating_point() else g for g in grads)
+    first = as_gradients(_raw_backward(applied, grads))
+    first = tuple(g.clone() if isinstance(g, torch.Tensor) else g for g in first)
+    second = as_gradients(_raw_backward(applied, doubled))
+    for index, (a, b) in enumerate(zip(first, second)):
+        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.is_floating_point():
+            if a.shape == b.shape and bool(torch.any(a != 0)) and torch.equal(a, b):
+                return confirmed(f"the gradient for input {index} ({describe_tensor(a)}) is the same when "
+                                 f"grad_output is doubled: backward does not use grad_output")
+    return not_reproduced("every non-zero gradient changed when grad_output was doubled")
+
+
+def needs_input_grad_unchecked(subject: Subject) -> Result:
+    """AGL401: with one tensor input not requiring grad (``needs_input_grad[i]`` False), a
+    backward that still returns a gradient for it computed it for nothing (PyTorch drops it)."""
+    template = fresh_inputs(subject)
+    candidates = [i for i, v in enumerate(template)
+                  if isinstance(v, torch.Tensor) and v.requires_grad]
+    if len(candidates) < 2:
+        raise Unverifiable("needs two or more inputs that require grad to switch one off")
+    for index in candidates:
+        inputs = fresh_inputs(subject)
+        inputs = inputs[:index] + (inputs[index].detach(),) + inputs[index + 1:]
+        applied = apply(subject, inputs)
+        gradients = as_gradients(_raw_backward(applied, output_grads(applied)))
+        if index < len(gradients) and gradients[index] is not None:
+            value = gradients[index]
+            shown = describe_tensor(value) if isinstance(value, torch.Tensor) else type(value).__name__
+            return confirmed(f"backward computed a gradient for input {index} ({shown}) although "
+                             f"ctx.needs_input_grad[{index}] is False; PyTorch discards it")
+    return not_reproduced(f"backward returned None for input i whenever ctx.needs_input_grad[i] was "
+                          f"False (tried inputs {', '.join(map(str, candidates))})")
+
+
+def factory_without_dtype_device(subject: Subject) -> Result:
+    """AGL402: a factory without dtype/device follows torch's defaults, not the inputs. The raw
+    gradient has the wrong dtype/device, or it changes with ``torch.set_default_dtype``
+    (autograd's silent cast hides both after a real backward)."""
+    applied = apply(subject)
+    grads = output_grads(applied)
+    gradients = as_gradients(_raw_backward(applied, grads))
+    for index, (value, gradient) in enumerate(zip(applied.inputs, gradients)):
+        if isinstance(value, torch.Tensor) and isinstance(gradient, torch.Tensor):
+            if gradient.device != value.device:
+                return confirmed(f"backward returned a gradient on {gradient.device} for input {index} "
+                                 f"on {value.device}")
+            if value.is_floating_point() and gradient.dtype != value.dtype:
+                return confirmed(f"backward returned a {_dtype(gradient)} gradient for {_dtype(value)} "
+                                 f"input {index} (autograd casts it silently)")
+    control = as_gradients(_raw_backward(applied, grads))
+    if not _same(gradients, control):
+        raise Unverifiable("backward gives different results on two identical calls")
+    previous = torch.get_default_dtype()
+    try:
+        torch.set_default_dtype(torch.float64 if previous != torch.float64 else torch.float32)
+        other = as_gradients(_raw_backward(applied, grads))
+    finally:
+        torch.set_default_dtype(previous)
+    for index, (a, b) in enumerate(zip(gradients, other)):
+        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and not _same((a,), (b,)):
+            change = (f"max difference {(a.double() - b.double()).abs().max().item():.3g}"
+                      if a.shape == b.shape else f"shape {tuple(a.shape)} -> {tuple(b.shape)}")
+            return confirmed(f"the gradient for input {index} changes with torch's default dtype "
+                             f"({change}): a factory in backward ignores the inputs' dtype")
+    return not_reproduced("the raw gradients have the inputs' dtype and device and do not depend on "
+                          "torch's default dtype")
+
+
+def _dtype(value: torch.Tensor) -> str:
+    return str(value.dtype).replace("torch.", "")
+
+
+def _same(first: tuple, second: tuple) -> bool:
+    for a, b in zip(first, second):
+        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+            if a.shape != b.shape or a.dtype != b.dtype or not torch.equal(a, b):
+                return False
+        elif (a is None) != (b is None):
+            return False
+    return len(first) == len(second)

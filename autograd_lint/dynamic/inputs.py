@@ -1,0 +1,232 @@
+"""Example inputs for one Function class (child side, torch imported).
+
+Sources, in order (the first whose forward runs wins):
+1. declared: ``@example(...)`` on the class, the module's ``__autograd_lint_examples__``, and
+   ``[tool.autograd-lint.dynamic.examples]`` in the config;
+2. call sites: ``Cls.apply(...)`` in the linted files and tests whose arguments are simple enough
+   to evaluate without running the surrounding code (``callsites``);
+3. synthesized from forward's signature (``synthesis``).
+Every source yields ``Candidate``s: a recipe of raw arguments; ``make_inputs`` turns a recipe into a
+fresh tuple of float64 tensors requiring grad on the chosen device, the same values every time.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Iterator, Optional
+
+import torch
+
+from autograd_lint.dynamic import callsites, synthesis
+from autograd_lint.dynamic.settings import from_config_value
+from autograd_lint.examples import EXAMPLES_ATTRIBUTE, TensorSpec
+
+SEED = 0
+SEARCH_BUDGET_S = 10.0  # per class: the shape search must not eat the module's time limit
+
+
+@dataclass
+class Candidate:
+    source: str  # "declared" | "call-site" | "synthesized"
+    detail: str  # where exactly: "@example #1", "tests/test_ops.py:12", "(3, 4), (5, 4)"
+    recipe: Callable[[], tuple]  # raw arguments: TensorSpecs, tensors of any dtype, other values
+
+
+@dataclass
+class ChosenInputs:
+    source: str
+    detail: str
+    make_inputs: Callable[[], tuple]  # a fresh tuple for cls.apply, the same values each call
+    shapes: str  # the tensors' shapes, for messages
+    recipe: Callable[[], tuple]  # the raw arguments again, for another device
+
+
+@dataclass
+class InputsOutcome:
+    chosen: Optional[ChosenInputs]
+    reason: str  # why nothing worked (empty when chosen)
+    attempts: int
+
+
+def choose_inputs(cls: type, module: Any, call_site_files: list[str], config_examples: dict,
+                  module_path: str, device: str, use_declared: bool = True) -> InputsOutcome:
+    """Try every candidate in order; keep the first whose forward runs and gives a usable output."""
+    deadline = time.monotonic() + SEARCH_BUDGET_S
+    first_error = ""
+    attempts = 0
+    fallback: Optional[ChosenInputs] = None  # forward ran, backward raised: used if nothing better
+    probe_backward = has_derivative(cls)
+    for candidate in _candidates(cls, module, call_site_files, config_examples, module_path, use_declared):
+        attempts += 1
+        make = make_inputs_factory(candidate.recipe, device)
+        error = forward_problem(cls, make)
+        if error is not None and "leaf Variable" in error:
+            # An in-place forward (mark_dirty) cannot take leaves: give it non-leaf tensors.
+            make = make_inputs_factory(candidate.recipe, device, leaves=False)
+            error = forward_problem(cls, make)
+        if error is None:
+            chosen = ChosenInputs(candidate.source, candidate.detail, make, _shapes(make()), candidate.recipe)
+            # A guessed shape can suit forward but not what backward assumes (a vector where a
+            # matrix was meant): then backward raises on a correct formula. Prefer a guess on
+            # which backward runs; the user's own examples are taken as they are.
+            if candidate.source != "synthesized" or not probe_backward or backward_problem(cls, make) is None:
+                return InputsOutcome(chosen, "", attempts)
+            fallback = fallback or chosen
+            if time.monotonic() > deadline:
+                break
+            continue
+        if candidate.source != "synthesized" and not first_error:
+            # What went wrong with the user's own example is worth more than the last guess.
+            first_error = f"{candidate.source} example {candidate.detail}: {error}"
+        elif not first_error:
+            first_error = f"last synthesized try {candidate.detail}: {error}"
+        if time.monotonic() > deadline:
+            return InputsOutcome(None, f"could not build inputs (search stopped after {attempts} tries; "
+                                       f"{first_error})", attempts)
+    if fallback is not None:
+        return InputsOutcome(fallback, "", attempts)
+    if attempts == 0:
+        return InputsOutcome(None, "could not build inputs (forward's signature gives nothing to try)", 0)
+    return InputsOutcome(None, f"could not build inputs ({first_error})", attempts)
+
+
+def _candidates(cls: type, module: Any, call_site_files: list[str], config_examples: dict,
+                module_path: str, use_declared: bool) -> Iterator[Candidate]:
+    if use_declared:
+        yield from declared_candidates(cls, module, config_examples, module_path)
+    yield from callsites.candidates(cls, module, call_site_files)
+    yield from synthesis.candidates(cls)
+
+
+def declared_candidates(cls: type, module: Any, config_examples: dict, module_path: str) -> Iterator[Candidate]:
+    for number, args in enumerate(cls.__dict__.get(EXAMPLES_ATTRIBUTE, ()) or (), 1):
+        yield Candidate("declared", f"@example #{number}", _constant(args))
+    mapping = getattr(module, EXAMPLES_ATTRIBUTE, None)
+    if isinstance(mapping, dict):
+        entries = mapping.get(cls.__qualname__, mapping.get(cls.__name__, ()))
+        for number, entry in enumerate(entries or (), 1):
+            yield Candidate("declared", f"{EXAMPLES_ATTRIBUTE}[{cls.__name__!r}] #{number}",
+                            entry if callable(entry) else _constant(entry))
+    for key, calls in config_examples.items():
+        if _config_key_matches(key, cls, module_path):
+            for number, call in enumerate(calls, 1):
+                values = tuple(from_config_value(value) for value in call)
+                yield Candidate("declared", f"config examples[{key!r}] #{number}", _constant(values))
+
+
+def _config_key_matches(key: str, cls: type, module_path: str) -> bool:
+    path, _, name = key.rpartition(":")
+    if name not in (cls.__name__, cls.__qualname__):
+        return False
+    return not path or module_path.replace("\\", "/").endswith(path.replace("\\", "/").lstrip("./"))
+
+
+def _constant(args: Any) -> Callable[[], tuple]:
+    values = tuple(args) if isinstance(args, (tuple, list)) else (args,)
+    return lambda: values
+
+
+def make_inputs_factory(recipe: Callable[[], tuple], device: str, leaves: bool = True) -> Callable[[], tuple]:
+    """Fresh, identical inputs on each call: reseed, rebuild, convert (``leaves=False``: each
+    tensor that requires grad is the result of an op, as in-place forwards need)."""
+
+    def make_inputs() -> tuple:
+        torch.manual_seed(SEED)
+        raw = recipe()
+        if not isinstance(raw, (tuple, list)):
+            raw = (raw,)
+        prepared = tuple(prepare(value, device) for value in raw)
+        if leaves:
+            return prepared
+        return tuple(value.clone() if isinstance(value, torch.Tensor) and value.requires_grad else value
+                     for value in prepared)
+
+    return make_inputs
+
+
+def prepare(value: Any, device: str) -> Any:
+    """A tensor for gradcheck: float64 (complex128), requiring grad, on ``device``, not shared."""
+    wants_grad = True
+    if isinstance(value, TensorSpec):
+        wants_grad = value.wants_grad
+        value = materialize(value)
+    if not isinstance(value, torch.Tensor):
+        return value
+    tensor = value.detach().clone().to(device)
+    if tensor.is_complex():
+        return tensor.to(torch.complex128).requires_grad_(wants_grad)
+    if tensor.is_floating_point():
+        return tensor.to(torch.float64).requires_grad_(wants_grad)
+    return tensor
+
+
+def materialize(spec: TensorSpec) -> torch.Tensor:
+    dtype = getattr(torch, spec.dtype)
+    if spec.dtype == "bool":
+        return torch.rand(spec.shape) > 0.5
+    if spec.is_floating:
+        low = -1.0 if spec.low is None else spec.low
+        high = 1.0 if spec.high is None else spec.high
+        return (torch.rand(spec.shape, dtype=torch.float64) * (high - low) + low).to(dtype)
+    low = 0 if spec.low is None else int(spec.low)
+    high = 4 if spec.high is None else int(spec.high)
+    return torch.randint(low, high, spec.shape, dtype=dtype)
+
+
+def forward_problem(cls: type, make_inputs: Callable[[], tuple]) -> Optional[str]:
+    """None when forward runs and its floating outputs are finite (NaN from log(-x) means the
+    values are outside forward's domain: gradcheck on them would only report noise)."""
+    try:
+        with torch.enable_grad():
+            output = cls.apply(*make_inputs())
+    except Exception as error:  # the user's forward: anything can go wrong
+        return f"forward raised {type(error).__name__}: {_first_line(error)}"
+    floating = [value for value in flatten_outputs(output)
+                if isinstance(value, torch.Tensor) and (value.is_floating_point() or value.is_complex())]
+    if not all(bool(torch.isfinite(t.detach()).all()) for t in floating):
+        return "forward returned non-finite values (NaN or inf)"
+    return None
+
+
+def backward_problem(cls: type, make_inputs: Callable[[], tuple]) -> Optional[str]:
+    """None when a plain backward (all-ones gradients) runs."""
+    inputs = make_inputs()
+    try:
+        with torch.enable_grad():
+            outputs = [value for value in flatten_outputs(cls.apply(*inputs))
+                       if isinstance(value, torch.Tensor) and value.requires_grad]
+            targets = [value for value in inputs if isinstance(value, torch.Tensor) and value.requires_grad]
+            if outputs and targets:
+                torch.autograd.grad(outputs, targets, [torch.ones_like(value) for value in outputs],
+                                    allow_unused=True)
+    except Exception as error:
+        return f"backward raised {type(error).__name__}: {_first_line(error)}"
+    return None
+
+
+def has_derivative(cls: type) -> bool:
+    """The class defines backward or vjp (an abstract base may define neither)."""
+    base = torch.autograd.Function
+    return getattr(cls, "backward", None) is not base.backward or getattr(cls, "vjp", None) is not base.vjp
+
+
+def flatten_outputs(output: Any) -> list:
+    return list(output) if isinstance(output, (tuple, list)) else [output]
+
+
+def _shapes(inputs: Iterable[Any]) -> str:
+    parts = []
+    for value in inputs:
+        if isinstance(value, torch.Tensor):
+            dtype = "" if value.is_floating_point() else f" {str(value.dtype).replace('torch.', '')}"
+            parts.append(f"{tuple(value.shape)}{dtype}")
+        else:
+            parts.append(repr(value) if not isinstance(value, float) or math.isfinite(value) else str(value))
+    return ", ".join(parts)
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return text[0][:300] if text else ""

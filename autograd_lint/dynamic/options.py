@@ -1,0 +1,37 @@
+"""The ``dynamic`` argument group of the CLI: ``--dynamic``, ``--device``, ``--dynamic-timeout``."""
+
+from __future__ import annotations
+
+import argparse
+
+DEVICES = ("cpu", "cuda", "auto")
+DEFAULT_TIMEOUT = 60.0  # seconds per module: the torch import alone takes ~2 s
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "dynamic (runs your code: imports each module in a child process)")
+    group.add_argument("--dynamic", action="store_true",
+                       help="import the linted modules (requires torch), build example inputs, run "
+                       "gradcheck/gradgradcheck (AGL901-AGL904) and confirm or refute each finding")
+    group.add_argument("--device", choices=DEVICES, default=None,
+                       help="where --dynamic runs the checks: cpu (default), cuda (also compares with "
+                       "the CPU: AGL904), or auto (cuda when a GPU is present)")
+    group.add_argument("--dynamic-timeout", metavar="SECONDS", type=_positive_seconds, default=None,
+                       help=f"time limit per module, import included (default: {DEFAULT_TIMEOUT:g})")
+    group.add_argument("--no-declared-examples", action="store_true",
+                       help="ignore @example / __autograd_lint_examples__ / config examples: see how far "
+                       "inputs from call sites and signatures alone go")
+    group.add_argument("--dynamic-report", metavar="FILE", default=None,
+                       help="write a JSON report per Function class (where its inputs came from, "
+                       "what ran, seconds) to FILE")
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value

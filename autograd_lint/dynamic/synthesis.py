@@ -1,0 +1,212 @@
+"""Inputs guessed from forward's signature: a small search over shapes until forward runs.
+
+Each parameter is first classified (a float tensor, an index tensor, a mask, or a plain value) from
+its annotation, default and name; then a few shape plans are tried for the float tensors, each
+with values in [-1, 1) and then in [0.5, 2) (for forwards that need positive inputs: log, sqrt).
+The search stays small on purpose: gradcheck's cost grows fast with the number of elements.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Optional
+
+from autograd_lint.examples import TensorSpec
+
+FLOAT, INDEX, MASK = "float tensor", "index tensor", "mask tensor"
+MAX_VALUE_COMBINATIONS = 4
+
+# Names that say "a plain value" and a value that works for most forwards that take them.
+NAMED_VALUES: dict[str, tuple[Any, ...]] = {
+    **dict.fromkeys(("dim", "axis"), (-1,)),
+    **dict.fromkeys(("eps", "epsilon"), (1e-5,)),
+    **dict.fromkeys(("training", "train", "is_training", "inplace", "keepdim", "keep_dim",
+                     "transpose", "trans", "causal", "is_causal", "affine", "ceil_mode"), (False,)),
+    # (not `k`: in attention code it is the key tensor)
+    **dict.fromkeys(("topk", "top_k", "n", "num", "order"), (2,)),
+    **dict.fromkeys(("groups", "num_groups", "stride", "dilation", "repeats", "times"), (1,)),
+    **dict.fromkeys(("padding", "pad", "offset", "start", "seed"), (0,)),
+    **dict.fromkeys(("kernel_size", "window", "window_size"), (3,)),
+    **dict.fromkeys(("num_classes", "classes", "features", "num_features", "in_features", "out_features",
+                     "hidden_size", "embed_dim", "size"), (4,)),
+    **dict.fromkeys(("p", "alpha", "beta", "gamma", "scale", "lambd", "lambda_", "lam", "negative_slope",
+                     "slope", "margin", "temperature", "temp", "tau", "factor", "coef", "coeff", "momentum",
+                     "smoothing", "label_smoothing", "weight_decay", "rate", "ratio", "sigma", "mu", "value",
+                     "constant", "c", "s", "lr", "threshold", "clip", "delta"), (0.5,)),
+    **dict.fromkeys(("min", "min_val", "min_value", "lower", "low", "lo", "a_min"), (-0.5,)),
+    **dict.fromkeys(("max", "max_val", "max_value", "upper", "high", "hi", "a_max"), (0.5,)),
+    "reduction": ("mean",),
+}
+INDEX_NAMES = frozenset({"index", "indices", "idx", "ids", "target", "targets", "label", "labels",
+                         "perm", "permutation", "positions", "segment_ids", "offsets"})
+MASK_NAMES = frozenset({"mask", "attn_mask", "attention_mask", "padding_mask", "keep"})
+CALLABLE_NAMES = re.compile(r"^(fn|func|function|f|module|callback|op|layer|net|model|closure|run_function)$")
+WEIGHT_NAMES = frozenset({"weight", "weights", "kernel", "filters", "weight_t"})
+BIAS_NAMES = frozenset({"bias", "bias_t", "biases"})
+
+VALUE_RANGES = ((-1.0, 1.0), (0.5, 2.0))
+
+
+@dataclass(frozen=True)
+class Slot:
+    """What to pass for one forward parameter."""
+
+    name: str
+    kind: str  # FLOAT, INDEX, MASK, or "value"
+    values: tuple[Any, ...] = ()  # alternatives for a "value" slot
+
+
+@dataclass
+class Plan:
+    name: str
+    shape_of: Callable[[int, str], tuple[int, ...]]  # (index among float tensors, name) -> shape
+
+
+def forward_parameters(cls: type) -> Optional[list[inspect.Parameter]]:
+    """forward's parameters as ``apply`` sees them (without ``ctx`` in the legacy style)."""
+    from torch.autograd.function import _is_setup_context_defined
+
+    try:
+        parameters = list(inspect.signature(cls.forward).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    legacy = not _is_setup_context_defined(getattr(cls, "setup_context", None))
+    return parameters[1:] if legacy and parameters else parameters
+
+
+def classify(parameter: inspect.Parameter) -> Optional[list[Slot]]:
+    """The slot(s) for one parameter; None when nothing sensible can be passed."""
+    name = parameter.name
+    lower = name.lower()
+    annotation = _annotation_text(parameter.annotation)
+    default = parameter.default
+    has_default = default is not inspect.Parameter.empty
+    if parameter.kind == inspect.Parameter.VAR_KEYWORD:
+        return []
+    if parameter.kind == inspect.Parameter.VAR_POSITIONAL:
+        return [Slot(f"{name}[0]", FLOAT)]
+    if parameter.kind == inspect.Parameter.KEYWORD_ONLY:
+        return [] if has_default else None  # apply passes positionals only
+    if "tensor" in annotation:
+        if lower in INDEX_NAMES or "long" in annotation:
+            return [Slot(name, INDEX)]
+        return [Slot(name, MASK if lower in MASK_NAMES else FLOAT)]
+    if has_default and default is not None:
+        return [Slot(name, "value", (default,))]
+    if lower in NAMED_VALUES:
+        return [Slot(name, "value", NAMED_VALUES[lower])]
+    if has_default:  # `bias=None`, `out=None`: None is the documented "leave it out"
+        return [Slot(name, FLOAT)] if lower in BIAS_NAMES | WEIGHT_NAMES else [Slot(name, "value", (None,))]
+    if annotation in ("int", "builtins.int"):
+        return [Slot(name, "value", (2, 1))]
+    if annotation in ("float", "builtins.float"):
+        return [Slot(name, "value", (0.5,))]
+    if annotation in ("bool", "builtins.bool"):
+        return [Slot(name, "value", (False, True))]
+    if annotation in ("str", "builtins.str") or CALLABLE_NAMES.match(lower) or "callable" in annotation:
+        return None
+    if lower in INDEX_NAMES:
+        return [Slot(name, INDEX)]
+    if lower in MASK_NAMES:
+        return [Slot(name, MASK)]
+    return [Slot(name, FLOAT)]
+
+
+def _annotation_text(annotation: Any) -> str:
+    if annotation is inspect.Parameter.empty:
+        return ""
+    if isinstance(annotation, str):
+        return annotation.lower()
+    return getattr(annotation, "__name__", str(annotation)).lower() if isinstance(annotation, type) \
+        else str(annotation).lower()
+
+
+def plans(float_names: list[str]) -> list[Plan]:
+    """Shape plans for the float tensors, most common first; only those that fit the names."""
+    names = [name.lower() for name in float_names]
+    has_weight = any(name in WEIGHT_NAMES for name in names)
+    has_bias = any(name in BIAS_NAMES for name in names)
+    same = Plan("same (3, 4)", lambda i, n: (3, 4))
+    result = []
+    if has_weight or has_bias:
+        result.append(Plan("linear", lambda i, n: (5, 4) if n.lower() in WEIGHT_NAMES
+                           else (5,) if n.lower() in BIAS_NAMES else (3, 4)))
+    if has_bias:  # a bias is broadcast: same shapes would hide a wrong reduction in backward
+        result.append(Plan("broadcast (3, 4) + (4,)", lambda i, n: (3, 4) if i == 0 else (4,)))
+    result.append(same)
+    if len(names) > 1:
+        result.append(Plan("matmul chain", lambda i, n: (3 + i, 4 + i)))
+        if not has_bias:
+            result.append(Plan("broadcast (3, 4) + (4,)", lambda i, n: (3, 4) if i == 0 else (4,)))
+    result.append(Plan("same (2, 3, 4)", lambda i, n: (2, 3, 4)))
+    result.append(Plan("same (4,)", lambda i, n: (4,)))
+    if has_weight:
+        result.append(Plan("conv2d", lambda i, n: (4, 3, 3, 3) if n.lower() in WEIGHT_NAMES
+                           else (4,) if n.lower() in BIAS_NAMES else (2, 3, 5, 5)))
+    if len(names) > 1:
+        result.append(Plan("batched matmul chain", lambda i, n: (2, 3 + i, 4 + i)))
+    result.append(Plan("scalars ()", lambda i, n: ()))
+    result.append(Plan("same (2, 3, 4, 4)", lambda i, n: (2, 3, 4, 4)))
+    return result
+
+
+def candidates(cls: type) -> Iterator["Candidate"]:
+    from autograd_lint.dynamic.inputs import Candidate
+
+    parameters = forward_parameters(cls)
+    if parameters is None:
+        return
+    slots: list[Slot] = []
+    for parameter in parameters:
+        classified = classify(parameter)
+        if classified is None:
+            return  # a parameter we cannot invent (a callable, a string): give up early
+        slots.extend(classified)
+    float_names = [slot.name for slot in slots if slot.kind == FLOAT]
+    value_choices = list(itertools.islice(
+        itertools.product(*[slot.values for slot in slots if slot.kind == "value"]), MAX_VALUE_COMBINATIONS))
+    for plan in plans(float_names) if float_names else [Plan("no float tensor", lambda i, n: ())]:
+        for values in value_choices:
+            for low, high in VALUE_RANGES:
+                specs, detail = _arguments(slots, plan, values, low, high)
+                yield Candidate("synthesized", f"{plan.name}: {detail}", _recipe(specs))
+
+
+def _arguments(slots: list[Slot], plan: Plan, values: tuple, low: float, high: float) -> tuple[list, str]:
+    arguments: list[Any] = []
+    described = []
+    value_iter = iter(values)
+    float_index = 0
+    first_shape: Optional[tuple[int, ...]] = None
+    for slot in slots:
+        if slot.kind == FLOAT:
+            shape = plan.shape_of(float_index, slot.name)
+            first_shape = shape if first_shape is None else first_shape
+            float_index += 1
+            arguments.append(TensorSpec(shape, low=low, high=high))
+            described.append(f"{slot.name} {shape}")
+        elif slot.kind == INDEX:
+            # 1-D over the first dimension, values valid as a row index and as a class index.
+            base = first_shape or (3, 4)
+            size = base[0] if base else 3
+            arguments.append(TensorSpec((size,), dtype="int64", low=0, high=max(1, min(base or (3,)))))
+            described.append(f"{slot.name} ({size},) int64")
+        elif slot.kind == MASK:
+            arguments.append(TensorSpec(first_shape or (3, 4), dtype="bool"))
+            described.append(f"{slot.name} mask")
+        else:
+            value = next(value_iter)
+            arguments.append(value)
+            described.append(f"{slot.name}={value!r}")
+    if low > 0:
+        described.append(f"values in [{low:g}, {high:g})")
+    return arguments, ", ".join(described)
+
+
+def _recipe(arguments: list) -> Callable[[], tuple]:
+    frozen = tuple(arguments)
+    return lambda: frozen
+

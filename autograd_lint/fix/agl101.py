@@ -1,0 +1,86 @@
+"""AGL101: append ``None`` gradients for the inputs backward forgot (safe or unsafe).
+
+PyTorch wants one value per forward input and accepts extra trailing ``None``s, so a return
+that is short of values only at the end gets ``None`` for each missing input. Safe when every
+missing input is certainly not a tensor (a number, flag or module: its gradient must be None
+anyway); unsafe when one may be a tensor (it then gets no gradient). No fix when a missing input
+is certainly a tensor (None would hide a forgotten gradient), when a returned value sits at an
+input that is certainly not a tensor (the values may be misaligned), or when the return is not
+a plain tuple or single value (a list, a conditional, a starred tuple).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from autograd_lint.analysis.input_evidence import judge_parameter
+from autograd_lint.analysis.syntax import is_none
+from autograd_lint.analysis.tensorness import T
+from autograd_lint.fix.context import FixContext
+from autograd_lint.fix.edits import Fix, append_items, comma
+from autograd_lint.findings import Finding
+from autograd_lint.rules._common import reachable_returns, returned_values
+
+
+def fix(context: FixContext, finding: Finding) -> Optional[Fix]:
+    model = context.model(finding)
+    backward = model.own("backward") if model is not None else None
+    if backward is None or model.inputs is None:
+        return None
+    ret = next((r for r in reachable_returns(backward)
+                if (backward.span(r).line, backward.span(r).column) == (finding.line, finding.column)), None)
+    if ret is None or isinstance(ret.value, (cst.List, cst.IfExp)):
+        return None
+    values = returned_values(ret.value, model.judge(backward))
+    inputs = model.inputs
+    if values is None or not 0 < len(values) < len(inputs):
+        return None
+    tensorness = [model.input_tensorness.get(p.name, T.UNKNOWN) for p in inputs]
+    if any(value is not None and tensorness[i] is T.NOT_TENSOR for i, value in enumerate(values)):
+        return None
+    missing = tensorness[len(values):]
+    if T.TENSOR in missing:
+        return None
+    # Safe only on what the annotation, default or use says, not on the parameter's name.
+    certain = [_without_name_evidence(model, p) for p in inputs[len(values):]]
+    node = context.same_node(backward, ret)
+    if node is None:
+        return None
+    new_value = _with_nones(node.value, len(missing))
+    return Fix("AGL101", safe=all(t is T.NOT_TENSOR for t in certain),
+               edits={node: node.with_changes(value=new_value, whitespace_after_return=cst.SimpleWhitespace(" "))})
+
+
+def _with_nones(value: Optional[cst.BaseExpression], count: int) -> cst.BaseExpression:
+    nones = [cst.Element(cst.Name("None")) for _ in range(count)]
+    if value is None or (is_none(value) and not value.lpar):  # `return` / `return None`
+        return cst.Tuple(_separated([cst.Element(cst.Name("None")), *nones]), lpar=[], rpar=[])
+    if not isinstance(value, cst.Tuple):
+        return cst.Tuple([cst.Element(value, comma=comma()), *_separated(nones)], lpar=[], rpar=[])
+    elements = list(value.elements)
+    closing = value.rpar[0].whitespace_before if value.rpar else None
+    if (len(elements) >= 2 and isinstance(closing, cst.ParenthesizedWhitespace)
+            and isinstance(elements[-1].comma, cst.Comma) and isinstance(elements[-2].comma, cst.Comma)
+            and isinstance(elements[-2].comma.whitespace_after, cst.ParenthesizedWhitespace)):
+        # One value per line with a trailing comma: what ends the last line (its comment) is
+        # held by the closing parenthesis; it stays with the value it was written after.
+        separator = elements[-2].comma
+        elements[-1] = elements[-1].with_changes(comma=separator.with_changes(
+            whitespace_after=closing.with_changes(last_line=separator.whitespace_after.last_line)))
+        added = [e.with_changes(comma=separator) for e in nones[:-1]] + [nones[-1].with_changes(
+            comma=value.elements[-1].comma)]
+        rpar = value.rpar[0].with_changes(whitespace_before=closing.with_changes(
+            first_line=separator.whitespace_after.first_line, empty_lines=[]))
+        return value.with_changes(elements=[*elements, *added], rpar=[rpar, *value.rpar[1:]])
+    return value.with_changes(elements=append_items(value.elements, nones))
+
+
+def _separated(elements: list[cst.Element]) -> list[cst.Element]:
+    return [e.with_changes(comma=comma()) for e in elements[:-1]] + elements[-1:]
+
+
+def _without_name_evidence(model, param) -> T:
+    return judge_parameter(param.name, param.annotation, param.default, model.input_uses[param.name],
+                           is_first=False, by_name=False)

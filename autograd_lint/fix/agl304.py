@@ -1,0 +1,47 @@
+"""AGL304: ``x.data`` -> ``x.detach()`` where the value is only read (unsafe).
+
+Both give the same values without autograd history. They differ in one thing, which is the
+point of the rule: ``detach()`` shares the tensor's version counter. Code that later changes the
+result in place (through another name) then makes autograd raise where ``.data`` silently gave
+wrong gradients, so the fix can turn a silent bug into an error: unsafe. Writes through
+``.data`` (``x.data = y``, ``x.data[i] = v``, ``x.data.copy_(y)``) are deliberate and not flagged.
+All the flagged reads on the finding's line are rewritten (the rule reports a line once).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from autograd_lint.analysis.tensorness import T
+from autograd_lint.fix.context import FixContext
+from autograd_lint.fix.edits import Fix
+from autograd_lint.findings import Finding
+from autograd_lint.rules.agl304_dot_data import _write_bases
+
+
+def fix(context: FixContext, finding: Finding) -> Optional[Fix]:
+    model = context.model(finding)
+    method = model.own(finding.method) if model is not None and finding.method else None
+    if method is None:
+        return None
+    judge, writes = model.judge(method), _write_bases(method.nodes)
+    edits = {}
+    for node in method.nodes:
+        if not (isinstance(node, cst.Attribute) and node.attr.value == "data") or id(node) in writes:
+            continue
+        if method.span(node).line != finding.line or judge(node.value) is not T.TENSOR:
+            continue
+        whole = context.same_node(method, node)
+        if whole is None or any(_inside(context, whole, other) for other in edits):
+            continue
+        detach = cst.Call(func=whole.with_changes(attr=cst.Name("detach"), lpar=[], rpar=[]),
+                          lpar=whole.lpar, rpar=whole.rpar)
+        edits[whole] = detach
+    return Fix("AGL304", safe=False, edits=edits) if edits else None
+
+
+def _inside(context: FixContext, node: cst.CSTNode, other: cst.CSTNode) -> bool:
+    a, b = context.span(node), context.span(other)
+    return a[:2] <= b[:2] and b[2:] <= a[2:] or b[:2] <= a[:2] and a[2:] <= b[2:]

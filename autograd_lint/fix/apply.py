@@ -1,0 +1,189 @@
+"""The driver: fix each file to a fixed point, check the result, then write it or diff it.
+
+For each file with fixable findings: ask the fixers, apply the fixes that do not overlap,
+lint the new text again (one fix can expose or settle another), and repeat, at most
+``MAX_ROUNDS`` times. The result must parse (libcst and ``compile``) or the file is left as it
+was. Nothing is written without ``--fix``; with ``--diff`` the changes are printed instead.
+
+Later rounds lint the file on its own (``engine.lint_text``): facts from other files (an
+``.apply`` call elsewhere, a base class in another module) are then unknown, which can only
+hide findings, so a later round never fixes something the whole run would not report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import tokenize
+from dataclasses import dataclass, field, replace
+from typing import Callable, Optional, TextIO
+
+import libcst as cst
+
+from autograd_lint.findings import Finding
+from autograd_lint.fix.context import FixContext
+from autograd_lint.fix.edits import Fix, Round
+from autograd_lint.fix.options import FixOptions, fix_counts
+from autograd_lint.fix.registry import FIXERS
+from autograd_lint.fix.write import unified_diff, write_atomically
+from autograd_lint.source import SourceError, read_bytes
+
+MAX_ROUNDS = 10
+
+
+@dataclass
+class FileFix:
+    """What fixing one file gave: the new text (None when nothing changed) and how many fixes."""
+
+    path: str
+    before: str = ""
+    after: Optional[str] = None
+    encoding: str = "utf-8"
+    fixed: int = 0
+    error: Optional[str] = None  # one line for stderr: the file was left unchanged
+    fixer_failures: list[str] = field(default_factory=list)  # "fixer for AGL201 failed: ..." lines
+
+
+@dataclass
+class Outcome:
+    """What the CLI needs back: the results to report, lines for stderr, and an exit code that
+    replaces the usual one (``--diff``)."""
+
+    results: list
+    summary_lines: list[str] = field(default_factory=list)
+    exit_code: Optional[int] = None
+
+
+def process(results: list, args: argparse.Namespace, selection_for, relint: Callable[[], list],
+            out: TextIO, err: TextIO) -> Outcome:
+    """Fix (``--fix``) or diff (``--diff``). ``results`` come from the engine, which has already
+    set ``fix_available`` (and ``fix_safe``) on each finding."""
+    options = FixOptions.from_args(args)
+    quiet = getattr(args, "quiet", False)
+    file_fixes = [fix_file(result.path, result.findings, selection_for(result.path), options.unsafe)
+                  for result in results if any(f.code in FIXERS for f in result.findings)]
+    for file_fix in file_fixes:
+        for failure in file_fix.fixer_failures:
+            print(f"{file_fix.path}: {failure}", file=err)
+        if file_fix.error:
+            print(f"{file_fix.path}: {file_fix.error}", file=err)
+    changed = [f for f in file_fixes if f.after is not None]
+    if options.diff:
+        for file_fix in changed:
+            out.write(unified_diff(file_fix.path, file_fix.before, file_fix.after))
+        out.flush()
+        count = sum(f.fixed for f in changed)
+        print(f"Would fix {count} finding{'' if count == 1 else 's'}." if changed else "No fixes to apply.",
+              file=err)
+        return Outcome(results, exit_code=1 if changed else 0)
+    for file_fix in changed:
+        write_atomically(file_fix.path, file_fix.after.encode(file_fix.encoding))
+    if changed:
+        results = relint()
+    _, unsafe = fix_counts(results)
+    fixed = sum(f.fixed for f in changed)
+    remaining = sum(len(r.findings) for r in results)
+    line = f"Fixed {fixed} finding{'' if fixed == 1 else 's'} ({remaining} remaining"
+    line += f"; {unsafe} more fixable with --unsafe-fixes)" if unsafe and not options.unsafe else ")"
+    return Outcome(results, [] if quiet else [line])
+
+
+def fix_file(path: str, findings: list[Finding], selection, unsafe: bool) -> FileFix:
+    try:
+        data = read_bytes(path, None)
+        encoding = tokenize.detect_encoding(io.BytesIO(data).readline)[0]
+        text = data.decode(encoding)  # utf-8-sig drops the BOM here and writes it back later
+    except (SourceError, SyntaxError, LookupError, UnicodeDecodeError) as error:
+        return FileFix(path, error=f"cannot fix: {getattr(error, 'message', error)}")
+    result = FileFix(path, before=text, encoding=encoding)
+    current = text
+    for _ in range(MAX_ROUNDS):
+        applied, new_text = _one_round(path, current, findings, unsafe, result.fixer_failures)
+        if not applied or new_text == current:
+            break
+        problem = _verify(path, new_text, encoding)
+        if problem:
+            codes = ", ".join(sorted({f.code for f in applied}))
+            return FileFix(path, before=text, error=f"fix for {codes} {problem}; file left unchanged",
+                           fixer_failures=result.fixer_failures)
+        current, result.fixed = new_text, result.fixed + len(applied)
+        findings = _lint_alone(path, current, selection)
+    result.after = current if current != text else None
+    return result
+
+
+def _one_round(path: str, text: str, findings: list[Finding], unsafe: bool,
+               failures: list[str]) -> tuple[list[Finding], str]:
+    fixable = sorted(f for f in findings if f.code in FIXERS)
+    if not fixable:
+        return [], text
+    try:
+        context = FixContext(path, text)
+    except cst.ParserSyntaxError:
+        return [], text  # libcst's grammar lags CPython's: no fix rather than a wrong one
+    accepted = Round()
+    applied = []
+    for finding in fixable:
+        fix = fix_for(context, finding, failures)
+        if fix is not None and (fix.safe or unsafe) and accepted.accept(fix, lambda n: _span(context, n)):
+            applied.append(finding)
+    if not applied:
+        return [], text
+    return applied, accepted.apply(context.module).code
+
+
+def fix_for(context: FixContext, finding: Finding, failures: Optional[list[str]] = None) -> Optional[Fix]:
+    """The fixer's answer; a fixer that fails on odd code offers no fix rather than stopping
+    the run (the finding is still reported, fix_available false). It is a bug all the same:
+    with ``failures`` (``--fix``/``--diff``) one line about it is kept for stderr, once."""
+    try:
+        return FIXERS[finding.code](context, finding)
+    except Exception as error:  # noqa: BLE001 - see the docstring
+        if failures is not None:
+            lines = str(error).strip().splitlines()
+            line = f"fixer for {finding.code} failed: {type(error).__name__}" + (f": {lines[0]}" if lines else "")
+            if line not in failures:
+                failures.append(line)
+        return None
+
+
+def _span(context: FixContext, node: cst.CSTNode):
+    line, column, end_line, end_column = context.span(node)
+    return (line, column), (end_line, end_column)
+
+
+def _verify(path: str, text: str, encoding: str) -> Optional[str]:
+    """None when ``text`` is a module Python and libcst both accept; else why not."""
+    try:
+        cst.parse_module(text)
+        compile(text.encode(encoding), path, "exec", dont_inherit=True)
+    except UnicodeEncodeError:
+        return f"would not encode as {encoding}"
+    except (cst.ParserSyntaxError, SyntaxError, ValueError):
+        return "would not parse"
+    return None
+
+
+def _lint_alone(path: str, text: str, selection) -> list[Finding]:
+    from autograd_lint.engine import lint_text
+
+    return lint_text(path, text, selection, annotate_fixes=False).findings
+
+
+# --- fix_available ------------------------------------------------------------------------------
+
+def annotate_text(path: str, text: str, findings: list[Finding]) -> list[Finding]:
+    """``findings`` of the file ``text`` with ``fix_available``/``fix_safe`` set where a fixer
+    can fix them. Called by the engine for files with findings of fixable codes only, so the
+    answer is cached with the findings and other files cost nothing more."""
+    try:
+        context = FixContext(path, text)
+    except (cst.ParserSyntaxError, RecursionError):
+        return findings
+    annotated = []
+    for finding in findings:
+        fix = fix_for(context, finding) if finding.code in FIXERS else None
+        if fix is not None:
+            finding = replace(finding, fix_available=True, fix_safe=fix.safe)
+        annotated.append(finding)
+    return annotated

@@ -1,0 +1,43 @@
+"""Getting a fixed text onto disk (atomically) or onto the screen (as a unified diff)."""
+
+from __future__ import annotations
+
+import difflib
+import os
+import stat
+import tempfile
+
+from autograd_lint.analysis.syntax import source_lines
+
+
+def write_atomically(path: str, data: bytes) -> None:
+    """Replace ``path``'s content with ``data``: a reader sees the old file or the new one, never
+    half of it. The temporary file lives in the same directory (``os.replace`` cannot cross file
+    systems) and gets the original's permission bits. A symbolic link stays a link: its target
+    is what gets replaced."""
+    target = os.path.realpath(path)
+    mode = stat.S_IMODE(os.stat(target).st_mode)
+    directory, name = os.path.split(target)
+    handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".autograd-lint-fix")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, target)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+def unified_diff(path: str, before: str, after: str) -> str:
+    """``--- a/path`` / ``+++ b/path`` diff, as ruff and git print it."""
+    lines = []
+    for line in difflib.unified_diff(source_lines(before), source_lines(after),
+                                     fromfile=f"a/{path}", tofile=f"b/{path}"):
+        if not line.endswith(("\n", "\r")):
+            line += "\n\\ No newline at end of file\n"
+        lines.append(line)
+    return "".join(lines)

@@ -1,0 +1,269 @@
+"""``--dynamic``: the real CLI in a subprocess, real torch, the modules of fixtures/dynamic/.
+
+One run over fixtures/dynamic/*.py (module-scoped: each module costs a child process and a torch
+import) feeds most tests; the others make their own small projects under tmp_path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO_ROOT, assert_no_traceback, write
+
+torch = pytest.importorskip("torch")
+
+DYNAMIC = REPO_ROOT / "fixtures" / "dynamic"
+HANG_TIMEOUT = 10
+
+
+def run(*args: str, cwd: Path = REPO_ROOT, timeout: float = 600) -> subprocess.CompletedProcess:
+    environment = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    return subprocess.run([sys.executable, "-m", "autograd_lint", *args], cwd=cwd, env=environment,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def fixture_run(tmp_path_factory):
+    report_path = tmp_path_factory.mktemp("dynamic") / "report.json"
+    modules = sorted(str(path.relative_to(REPO_ROOT)) for path in DYNAMIC.glob("*.py"))
+    result = run("--dynamic", "--dynamic-timeout", str(HANG_TIMEOUT), "--format", "json", "--no-cache",
+                 "-j", "2", "--dynamic-report", str(report_path), *modules)
+    assert result.returncode == 1, result.stderr
+    findings = json.loads(result.stdout)["findings"]
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    return result, findings, report
+
+
+def runtime(findings: list[dict], module: str, code: str) -> dict[str, dict]:
+    return {f["function_class"]: f for f in findings if f["path"].endswith(module) and f["code"] == code}
+
+
+def function(report: dict, name: str) -> dict:
+    (entry,) = [f for f in report["functions"] if f["function_class"] == name]
+    return entry
+
+
+def test_wrong_formulas_fail_gradcheck_with_the_input_and_difference(fixture_run):
+    _, findings, _ = fixture_run
+    failed = runtime(findings, "wrong_formulas.py", "AGL901")
+    assert set(failed) == {"SignFlipSin", "MissingTransposeMatmul", "MissingBroadcastSumBias", "WrongConstantSquare"}
+    assert "input 1 (`bias`)" in failed["MissingBroadcastSumBias"]["message"]
+    assert "input 1 (`b`)" in failed["MissingTransposeMatmul"]["message"]
+    for finding in failed.values():
+        difference = float(re.search(r"max \|analytical - numerical\| = ([0-9.e+-]+)", finding["message"]).group(1))
+        assert difference > 0.1
+        assert finding["confirmation"] == "confirmed" and "synthesized" in finding["evidence"]
+        assert finding["severity"] == "error"
+    # Anchored on the class line.
+    lines = (DYNAMIC / "wrong_formulas.py").read_text().splitlines()
+    assert lines[failed["SignFlipSin"]["line"] - 1].startswith("class SignFlipSin(")
+
+
+def test_correct_twins_pass_gradcheck_and_gradgradcheck(fixture_run):
+    _, findings, report = fixture_run
+    assert not [f for f in findings if f["path"].endswith("correct_twins.py") and f["code"].startswith("AGL9")]
+    for name in ("Sin", "TransposeMatmul", "BroadcastSumBias", "Square"):
+        assert {"gradcheck", "gradgradcheck"} <= set(function(report, name)["ran"]), name
+
+
+def test_wrong_second_derivative_gives_agl902_only_where_backward_is_differentiable(fixture_run):
+    _, findings, report = fixture_run
+    assert set(runtime(findings, "second_derivative.py", "AGL902")) == {"DetachedCube"}
+    assert not runtime(findings, "second_derivative.py", "AGL901")
+    assert "gradgradcheck" not in function(report, "OnceDifferentiableCube")["ran"]
+    assert any("once_differentiable" in reason for reason in function(report, "OnceDifferentiableCube")["skipped"])
+
+
+@pytest.mark.parametrize("module, reason", [
+    ("hangs.py", f"timed out after {HANG_TIMEOUT} s"),
+    ("aborts.py", "the module crashed the interpreter (SIGABRT)"),
+    ("exits.py", "called sys.exit(3) on import"),
+    ("import_error.py", "failed to import: ModuleNotFoundError: No module named 'autograd_lint_no_such_module'"),
+])
+def test_broken_modules_are_unverified_and_the_run_goes_on(fixture_run, module, reason):
+    result, findings, report = fixture_run
+    assert f"fixtures/dynamic/{module}: unverified: {reason}" in result.stderr
+    assert [entry["reason"] for entry in report["functions"] if entry["path"].endswith(module)] == [reason]
+    assert not [f for f in findings if f["path"].endswith(module) and f["code"].startswith("AGL9")]
+    assert_no_traceback(result)
+
+
+def test_static_findings_of_a_crashed_module_carry_the_reason(fixture_run):
+    _, findings, _ = fixture_run
+    (ctx_attribute,) = [f for f in findings if f["path"].endswith("aborts.py")]
+    assert ctx_attribute["code"] == "AGL201"
+    assert (ctx_attribute["confirmation"], ctx_attribute["evidence"]) == (
+        "unverified", "the module crashed the interpreter (SIGABRT)")
+
+
+def test_every_finding_has_a_confirmation(fixture_run):
+    _, findings, _ = fixture_run
+    assert findings and all(f["confirmation"] in ("confirmed", "not-reproduced", "unverified") for f in findings)
+    assert all(f["evidence"] for f in findings)
+
+
+def test_inputs_come_from_declarations_call_sites_and_signatures(fixture_run):
+    _, _, report = fixture_run
+    assert function(report, "Reduce")["inputs"]["source"] == "declared"
+    assert function(report, "Reduce")["inputs"]["detail"] == "@example #1"
+    assert function(report, "Gather")["inputs"]["source"] == "declared"
+    assert "__autograd_lint_examples__" in function(report, "Gather")["inputs"]["detail"]
+    mode_scale = function(report, "ModeScale")["inputs"]
+    # The first call site passes a parameter (not evaluable); the second is used.
+    assert mode_scale["source"] == "call-site" and mode_scale["detail"].endswith("call_site_only.py:27")
+    assert mode_scale["shapes"] == "(2, 5), 'half'"
+    assert function(report, "Sin")["inputs"]["source"] == "synthesized"
+    assert function(report, "ApplyFn")["inputs"] is None
+    assert function(report, "ApplyFn")["reason"].startswith("could not build inputs")
+
+
+def test_raw_backward_results_are_checked(fixture_run):
+    _, findings, report = fixture_run
+    wrong = runtime(findings, "raw_backward.py", "AGL903")
+    assert wrong["TooFewGrads"]["message"] == "TooFewGrads: backward returned 1 value for 2 inputs"
+    assert "is float32, the input float64" in wrong["Float32Grad"]["message"]
+    assert "Dropout" not in runtime(findings, "raw_backward.py", "AGL901")
+    assert any("not deterministic" in reason for reason in function(report, "Dropout")["skipped"])
+
+
+def test_summary_line_counts_sources_and_confirmations(fixture_run):
+    result, _, report = fixture_run
+    match = re.search(r"dynamic: (\d+) Function classes, inputs built for (\d+) \((\d+)%\): (\d+) declared, "
+                      r"(\d+) call sites, (\d+) synthesized; findings: \d+ confirmed, \d+ not-reproduced, "
+                      r"\d+ unverified", result.stderr)
+    assert match, result.stderr
+    total, built, rate, declared, call_sites, synthesized = map(int, match.groups())
+    assert total == len(report["functions"]) and built == declared + call_sites + synthesized
+    assert (declared, call_sites) == (2, 1) and rate == round(100 * built / total)
+    assert report["summary"] in result.stderr
+
+
+def test_text_output_shows_confirmation_and_sarif_carries_it(tmp_path):
+    module = write(tmp_path / "ops.py", (DYNAMIC / "second_derivative.py").read_text())
+    text = run("--dynamic", "--no-cache", str(module), cwd=tmp_path)
+    assert re.search(r"ops\.py:7:1: AGL902 DetachedCube: gradgradcheck failed: Jacobian mismatch .* "
+                     r"\[confirmed: with synthesized inputs same \(3, 4\): x \(3, 4\)\]$", text.stdout, re.M), text.stdout
+    sarif = json.loads(run("--dynamic", "--no-cache", "--format", "sarif", str(module), cwd=tmp_path).stdout)
+    (result,) = sarif["runs"][0]["results"]
+    assert result["ruleId"] == "AGL902" and result["properties"]["confirmation"] == "confirmed"
+
+
+def test_static_mode_reports_no_runtime_findings_and_no_confirmation(tmp_path):
+    result = run("--format", "json", "--no-cache", str(DYNAMIC / "wrong_formulas.py"), cwd=tmp_path)
+    findings = json.loads(result.stdout)["findings"]
+    assert all(f["confirmation"] is None and not f["code"].startswith("AGL9") for f in findings)
+    assert "dynamic:" not in result.stderr
+
+
+def test_nothing_is_written_into_the_users_tree(tmp_path):
+    project = tmp_path / "project"
+    write(project / "helpers.py", "SCALE = 2.0\n")
+    write(project / "ops.py", """\
+import os
+import tempfile
+
+import torch
+
+from helpers import SCALE
+
+# Writes at import time: these must land in autograd-lint's scratch directory, not here.
+with open("written_to_cwd.txt", "w") as handle:
+    handle.write("x")
+tempfile.mkstemp(prefix="user-temp-")
+
+
+class Scale(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * SCALE
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output * SCALE
+""")
+    before = sorted(str(path.relative_to(tmp_path)) for path in tmp_path.rglob("*"))
+    result = run("--dynamic", "--no-cache", "project", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "inputs built for 1 (100%)" in result.stderr
+    after = sorted(str(path.relative_to(tmp_path)) for path in tmp_path.rglob("*"))
+    assert after == before  # no __pycache__, no written_to_cwd.txt, no temp file
+
+
+def test_config_examples_feed_inputs(tmp_path):
+    write(tmp_path / "pyproject.toml", """\
+[tool.autograd-lint.dynamic]
+timeout = 120
+
+[tool.autograd-lint.dynamic.examples]
+"ops.py:Pick" = [["tensor(4, 3)", "tensor(2, dtype='int64', low=0, high=4)", "rows"]]
+""")
+    write(tmp_path / "ops.py", """\
+import torch
+
+
+class Pick(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, index, how: str):
+        ctx.save_for_backward(index)
+        ctx.rows = x.shape[0]
+        return x[index] * 2
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (index,) = ctx.saved_tensors
+        grad = grad_output.new_zeros((ctx.rows,) + tuple(grad_output.shape[1:]))
+        grad.index_add_(0, index, grad_output)  # forgets the factor 2
+        return grad, None, None
+""")
+    report = tmp_path / "report.json"
+    result = run("--dynamic", "--no-cache", "--dynamic-report", str(report), "ops.py", cwd=tmp_path)
+    assert "AGL901 Pick: gradcheck failed for input 0 (`x`)" in result.stdout, result.stdout + result.stderr
+    (entry,) = json.loads(report.read_text())["functions"]
+    assert entry["inputs"] == {"source": "declared", "detail": "config examples['ops.py:Pick'] #1",
+                               "shapes": "(4, 3), (2,) int64, 'rows'"}
+
+
+@pytest.mark.parametrize("setting, message", [
+    ('device = "tpu"', "device must be one of cpu, cuda, auto; got 'tpu'"),
+    ('examples = {Pick = [["tensor(4, x)"]]}', "cannot read 'tensor(4, x)' as a tensor spec"),
+])
+def test_bad_dynamic_config_is_one_line(tmp_path, setting, message):
+    write(tmp_path / "pyproject.toml", f"[tool.autograd-lint.dynamic]\n{setting}\n")
+    write(tmp_path / "ops.py")
+    result = run("--dynamic", "ops.py", cwd=tmp_path)
+    assert result.returncode == 2 and message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert_no_traceback(result)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message for a machine without a GPU")
+def test_device_cuda_without_a_gpu_is_a_usage_error(tmp_path):
+    write(tmp_path / "ops.py")
+    result = run("--dynamic", "--device", "cuda", "ops.py", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip() == ("autograd-lint: error: --device cuda: no CUDA device is available "
+                                     "(torch.cuda.is_available() is False)")
+
+
+def test_bad_timeout_is_a_usage_error(tmp_path):
+    result = run("--dynamic", "--dynamic-timeout", "0", ".", cwd=tmp_path)
+    assert result.returncode == 2 and "expected a positive number of seconds, got '0'" in result.stderr
+
+
+@pytest.mark.skipif(not os.environ.get("AUTOGRAD_LINT_SLOW"),
+                    reason="runs every fixture module (minutes); set AUTOGRAD_LINT_SLOW=1")
+def test_inputs_are_built_automatically_for_most_fixture_functions(tmp_path):
+    report = tmp_path / "report.json"
+    result = run("--dynamic", "--no-declared-examples", "--dynamic-timeout", "60", "--no-cache", "-q",
+                 "--dynamic-report", str(report), "fixtures", timeout=1800)
+    functions = json.loads(report.read_text())["functions"]
+    built = [f for f in functions if f["inputs"]]
+    assert not [f for f in built if f["inputs"]["source"] == "declared"]
+    assert len(functions) > 500 and len(built) / len(functions) >= 0.80, result.stderr
