@@ -30,9 +30,8 @@ class FixContext:
         self.text = text
         self.module = cst.parse_module(text)
         # unsafe_skip_copy: positions must be keyed by the very nodes the fixers replace.
-        wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
-        self.positions = wrapper.resolve(PositionProvider)
-        self.parents = wrapper.resolve(ParentNodeProvider)
+        self._wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
+        self.positions = self._wrapper.resolve(PositionProvider)
         self.lines = source_lines(text)
         self._starts: Optional[dict[tuple[int, int], list[cst.CSTNode]]] = None
 
@@ -75,6 +74,11 @@ class FixContext:
         # `ctx.w` and `ctx.w.t` start at the same place: the one that also ends where it ends.
         exact = [c for c in candidates if self.span(c)[2:] == (span.end_line, span.end_column - 1)]
         return exact[0] if exact else (candidates[0] if candidates else None)
+
+    @cached_property
+    def parents(self):
+        # A second walk of the whole module: only the fixers that ask for a parent pay for it.
+        return self._wrapper.resolve(ParentNodeProvider)
 
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         return self.parents.get(node)
