@@ -192,14 +192,6 @@ class FileWorker:
             result.internal_errors.append(f"{path}: analysis failed: {_short_traceback()}")
             return result
         result.function_classes = len(module.classes)
-        # Valid Python (ast parsed it) that libcst's grammar does not accept: say so as for a file
-        # that cannot be parsed, on the class line; the other classes are still linted.
-        unparsed = [
-            Finding(path=path, line=line, column=1, end_line=line, end_column=1, code="AGL000",
-                    message=f"could not analyse class {name}: valid Python that libcst cannot parse "
-                    "(its grammar lags CPython's; a line holding only a backslash is one case)")
-            for line, name in module.unparsed
-        ] if "AGL000" in codes else []
         findings: list[Finding] = []
         for code, check in RULE_CHECKS.items():
             if code not in codes:
@@ -215,7 +207,15 @@ class FileWorker:
              m.info.node.end_lineno or m.info.node.lineno)
             for m in module.classes
         ]
-        result.findings = sorted(set(apply_suppressions(findings, module.lines, spans, honour_noqa)) | set(unparsed))
+        if "AGL000" in codes:
+            # Valid Python (ast parsed it) that libcst's grammar does not accept: reported as for a
+            # file that cannot be parsed, on the class line; the other classes are still linted.
+            findings.extend(
+                agl000(path, f"could not analyse class {name}: valid Python that libcst cannot parse "
+                       "(its grammar lags CPython's; a line holding only a backslash is one case)", line)
+                for line, name in module.unparsed
+            )
+        result.findings = sorted(set(apply_suppressions(findings, module.lines, spans, honour_noqa)))
         if self.annotate_fixes and any(f.code in FIXABLE_CODES for f in result.findings):
             from autograd_lint.fix.apply import annotate_text
 
@@ -280,8 +280,8 @@ def _run_step(step: str, payloads: list, *extra) -> list:
 
 # --- messages -------------------------------------------------------------------------------
 
-def agl000(path: str, message: str) -> Finding:
-    return Finding(path=path, line=1, column=1, end_line=1, end_column=1, code="AGL000", message=message)
+def agl000(path: str, message: str, line: int = 1) -> Finding:
+    return Finding(path=path, line=line, column=1, end_line=line, end_column=1, code="AGL000", message=message)
 
 
 def _syntax_message(error: BaseException) -> str:
