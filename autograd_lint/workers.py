@@ -219,7 +219,7 @@ class FileWorker:
         if self.annotate_fixes and any(f.code in FIXABLE_CODES for f in result.findings):
             from autograd_lint.fix.apply import annotate_text
 
-            result.findings = annotate_text(path, file.text, result.findings)
+            result.findings = annotate_text(path, file.text, result.findings, tree=file.tree)
         return result
 
 

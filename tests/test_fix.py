@@ -2,9 +2,8 @@
 
 Each ``fixtures/fixes/<CODE>/<case>.py`` has ``<case>.fixed.py``: the exact bytes ``--fix``
 must produce (``--unsafe-fixes`` too for cases named ``unsafe*``). ``nofix*.py`` cases are
-findings the fixer must leave alone. The fixed AGL201/AGL202 fixtures (whose fixes move values
-between ctx attributes and ``save_for_backward``) are also imported and run through gradcheck
-with their declared ``@example`` inputs.
+findings the fixer must leave alone. tests/test_fix_dynamic.py runs the same pairs: the runtime
+confirmation of each finding, before and after the fix, and gradcheck on the fixed code.
 """
 
 from __future__ import annotations
@@ -187,56 +186,6 @@ def test_a_fix_that_would_not_parse_leaves_the_file_untouched(tmp_path: Path, mo
     assert "basic.py: fix for AGL103 would not parse; file left unchanged" in result.stderr
     assert target.read_bytes() == original
     assert result.returncode == 1
-
-
-# --- the unsafe AGL201/AGL202 fixes, run for real ------------------------------------------------
-
-RUNNABLE = sorted(p for code in ("AGL201", "AGL202") for p in (FIXES / code).glob("*.fixed.py"))
-
-
-def _load(path: Path):
-    import importlib.util
-    import sys
-
-    name = f"_fix_fixture_{path.parent.name}_{path.name.replace('.', '_')}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def _functions_with_examples(module) -> list[type]:
-    import torch
-
-    from autograd_lint.dynamic.inputs import declared_candidates, make_inputs_factory
-
-    found = []
-    for value in vars(module).values():
-        if (isinstance(value, type) and issubclass(value, torch.autograd.Function)
-                and value.__module__ == module.__name__):
-            candidate = next(declared_candidates(value, module, {}, module.__file__), None)
-            assert candidate is not None, f"{value.__name__}: declare an @example"
-            found.append((value, make_inputs_factory(candidate.recipe, "cpu")))
-    assert found
-    return found
-
-
-@pytest.mark.parametrize("case", RUNNABLE, ids=_case_id)
-def test_fixed_functions_pass_gradcheck(case: Path):
-    """The moved tensors and non-tensors reach backward as before: gradcheck passes."""
-    torch = pytest.importorskip("torch")
-    for cls, make_inputs in _functions_with_examples(_load(case)):
-        assert torch.autograd.gradcheck(cls.apply, make_inputs(), fast_mode=False), cls.__name__
-
-
-@pytest.mark.parametrize("case", [c for c in RUNNABLE if c.parent.name == "AGL202"], ids=_case_id)
-def test_agl202_originals_raise_and_the_fix_is_what_cures_them(case: Path):
-    pytest.importorskip("torch")
-    original = case.with_name(case.name.replace(".fixed.py", ".py"))
-    for cls, make_inputs in _functions_with_examples(_load(original)):
-        with pytest.raises(TypeError, match="save_for_backward can only save variables"):
-            cls.apply(*make_inputs())
 
 
 def test_a_fixer_that_raises_is_reported_with_fix_and_silent_without(tmp_path: Path, monkeypatch):

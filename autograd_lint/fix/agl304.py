@@ -1,7 +1,12 @@
-"""AGL304: ``x.data`` -> ``x.detach()`` where the value is only read (unsafe).
+"""AGL304: ``x.data`` -> ``x.detach()`` where the value is only read (unsafe); in ``backward``,
+``x.data`` -> ``x``.
 
-Both give the same values without autograd history. They differ in one thing, which is the
-point of the rule: ``detach()`` shares the tensor's version counter. Code that later changes the
+``.data`` and ``detach()`` give the same values without autograd history. They differ in one
+thing, which is the point of the rule: ``detach()`` shares the tensor's version counter. In
+``backward`` the harm is the lost history itself (double backward silently drops this
+Function's term), which ``detach()`` would keep losing: there the fix keeps ``x``, whose
+history ``backward`` needs under ``create_graph=True`` and which costs nothing otherwise
+(autograd runs ``backward`` without building a graph unless asked). Code that later changes the
 result in place (through another name) then makes autograd raise where ``.data`` silently gave
 wrong gradients, so the fix can turn a silent bug into an error: unsafe. Writes through
 ``.data`` (``x.data = y``, ``x.data[i] = v``, ``x.data.copy_(y)``) are deliberate and not flagged.
@@ -36,10 +41,15 @@ def fix(context: FixContext, finding: Finding) -> Optional[Fix]:
         whole = context.same_node(method, node)
         if whole is None or any(_inside(context, whole, other) for other in edits):
             continue
-        detach = cst.Call(func=whole.with_changes(attr=cst.Name("detach"), lpar=[], rpar=[]),
-                          lpar=whole.lpar, rpar=whole.rpar)
-        edits[whole] = detach
+        edits[whole] = _replacement(whole, in_backward=method.name == "backward")
     return Fix("AGL304", safe=False, edits=edits) if edits else None
+
+
+def _replacement(data: cst.Attribute, in_backward: bool) -> cst.BaseExpression:
+    if in_backward:  # `(x.data)` -> `(x)`: an attribute's value is an atom, valid on its own
+        value = data.value
+        return value.with_changes(lpar=[*data.lpar, *value.lpar], rpar=[*value.rpar, *data.rpar])
+    return cst.Call(func=data.with_changes(attr=cst.Name("detach"), lpar=[], rpar=[]), lpar=data.lpar, rpar=data.rpar)
 
 
 def _inside(context: FixContext, node: cst.CSTNode, other: cst.CSTNode) -> bool:

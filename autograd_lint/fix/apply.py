@@ -117,8 +117,9 @@ def _one_round(path: str, text: str, findings: list[Finding], unsafe: bool,
     fixable = sorted(f for f in findings if f.code in FIXERS)
     if not fixable:
         return [], text
+    context = FixContext(path, text)
     try:
-        context = FixContext(path, text)
+        context.module
     except cst.ParserSyntaxError:
         return [], text  # libcst's grammar lags CPython's: no fix rather than a wrong one
     accepted = Round()
@@ -172,12 +173,24 @@ def _lint_alone(path: str, text: str, selection) -> list[Finding]:
 
 # --- fix_available ------------------------------------------------------------------------------
 
-def annotate_text(path: str, text: str, findings: list[Finding]) -> list[Finding]:
+def annotate_text(path: str, text: str, findings: list[Finding], focus: bool = True, tree=None) -> list[Finding]:
     """``findings`` of the file ``text`` with ``fix_available``/``fix_safe`` set where a fixer
     can fix them. Called by the engine for files with findings of fixable codes only, so the
-    answer is cached with the findings and other files cost nothing more."""
+    answer is cached with the findings and other files cost nothing more. ``focus``: libcst
+    parses only the Function classes of the findings (see ``fix.context``), which gives the
+    same answer as the whole module (tests/test_fix.py checks it on every fixture). ``tree``:
+    the file's ``ast``, when the caller has it."""
+    fixable = [f for f in findings if f.code in FIXERS]
     try:
-        context = FixContext(path, text)
+        whole = FixContext(path, text)
+        if tree is not None:
+            whole.__dict__["tree"] = tree  # the cached property, filled in: not parsed again
+        context = whole.focused(fixable) if focus else whole
+        try:
+            context.module
+        except cst.ParserSyntaxError:
+            context = whole  # a blanked-out file libcst reads differently: ask the whole one
+            context.module
     except (cst.ParserSyntaxError, RecursionError):
         return findings
     annotated = []

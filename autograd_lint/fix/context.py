@@ -3,11 +3,18 @@
 Findings carry positions; rules compute them on per-class snippets (character columns) or on
 the ``ast`` index (UTF-8 byte columns, for AGL104 and AGL501). ``node_at`` finds the node of the
 whole-file tree that starts there, so a fixer can rewrite it and keep every comment and space.
+
+Deciding ``fix_available`` for every lint run must stay cheap: there the libcst tree may hold
+only the Function classes the findings are in (``focus``). Every other line is blanked, so each
+kept node has the very line and column it has in the file; the model (``analysis``) and the text
+are still the whole file's. A whole-module libcst parse and position pass over a large test
+file costs seconds; its one or two Function classes, milliseconds.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import warnings
 from functools import cached_property
 from typing import Optional, TypeVar
@@ -24,16 +31,46 @@ from autograd_lint.findings import Finding
 NodeT = TypeVar("NodeT", bound=cst.CSTNode)
 
 
+_LONE_BACKSLASH = re.compile(r"^[ \t\f]*\\\r?$", re.M)
+
+# Fixers that look at code outside the Function class of the finding (call sites, gradcheck
+# inputs in tests): their findings always get the whole module.
+WHOLE_MODULE_CODES = frozenset({"AGL104", "AGL501"})
+
+
 class FixContext:
-    def __init__(self, path: str, text: str) -> None:
+    def __init__(self, path: str, text: str, focus: Optional[list[tuple[int, int]]] = None) -> None:
+        """``focus``: (first line, last line) ranges, each a whole class statement; the libcst
+        tree then holds only those lines (see the module docstring). libcst parses on first
+        use of ``module``, which raises ``cst.ParserSyntaxError`` if it cannot."""
         self.path = path
         self.text = text
-        self.module = cst.parse_module(text)
-        # unsafe_skip_copy: positions must be keyed by the very nodes the fixers replace.
-        self._wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
-        self.positions = self._wrapper.resolve(PositionProvider)
+        self.focus = focus
         self.lines = source_lines(text)
         self._starts: Optional[dict[tuple[int, int], list[cst.CSTNode]]] = None
+
+    @cached_property
+    def module(self) -> cst.Module:
+        return cst.parse_module(self.text if self.focus is None else only_lines(self.text, self.focus))
+
+    @cached_property
+    def _wrapper(self) -> MetadataWrapper:
+        # unsafe_skip_copy: positions must be keyed by the very nodes the fixers replace.
+        return MetadataWrapper(self.module, unsafe_skip_copy=True)
+
+    @cached_property
+    def positions(self):
+        return self._wrapper.resolve(PositionProvider)
+
+    def focused(self, findings: list[Finding]) -> "FixContext":
+        """A context whose libcst tree holds only the classes of ``findings`` (self when one of
+        them needs more); the file's ast and model are shared, not computed again."""
+        ranges = focus_of(self, findings)
+        if ranges is None:
+            return self
+        context = FixContext(self.path, self.text, ranges)
+        context.__dict__.update({k: self.__dict__[k] for k in ("tree", "analysis") if k in self.__dict__})
+        return context
 
     # --- positions ------------------------------------------------------------------------
     def start(self, node: cst.CSTNode) -> tuple[int, int]:
@@ -85,15 +122,21 @@ class FixContext:
 
     # --- the static model --------------------------------------------------------------------
     @cached_property
-    def analysis(self) -> Optional[ModuleAnalysis]:
+    def tree(self) -> Optional[ast.Module]:
+        """The whole file's ``ast`` (None if Python cannot parse it)."""
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                tree = ast.parse(self.text, filename=self.path)
-            except SyntaxError:
+                return ast.parse(self.text, filename=self.path)
+            except (SyntaxError, ValueError):
                 return None
+
+    @cached_property
+    def analysis(self) -> Optional[ModuleAnalysis]:
+        if self.tree is None:
+            return None
         # The file alone: facts from other files only ever add findings, never fixes.
-        return analyse_module(self.path, self.text, tree, ProjectFacts())
+        return analyse_module(self.path, self.text, self.tree, ProjectFacts())
 
     def model(self, finding: Finding) -> Optional[FunctionModel]:
         """The Function class the finding is in (by name, and by the lines it spans)."""
@@ -110,3 +153,38 @@ class FixContext:
         name = self.same_node(method, method.node.name)
         parent = self.parent(name) if name is not None else None
         return parent if isinstance(parent, cst.FunctionDef) else None
+
+
+def focus_of(context: FixContext, findings: list[Finding]) -> Optional[list[tuple[int, int]]]:
+    """The line ranges of the Function classes ``findings`` are in, or None when one of them
+    needs the whole module (its fixer looks outside the class, or its class is not known)."""
+    if context.analysis is None or context.analysis.unparsed or _LONE_BACKSLASH.search(context.text):
+        # libcst's grammar rejects something in the file (a class, or a line holding only a
+        # backslash, which may sit outside any class): then --fix cannot parse the whole module,
+        # and a focused parse must not promise a fix it cannot make.
+        return None
+    ranges = set()
+    for finding in findings:
+        model = context.model(finding) if finding.code not in WHOLE_MODULE_CODES else None
+        if model is None:
+            return None
+        node = model.info.node
+        ranges.add((min([node.lineno] + [d.lineno for d in node.decorator_list]), node.end_lineno or node.lineno))
+    return sorted(ranges)
+
+
+def only_lines(text: str, ranges: list[tuple[int, int]]) -> str:
+    """``text`` with every line outside ``ranges`` blanked (its line ending kept), so that what
+    is kept parses with its own line and column numbers. A range that starts indented (a class
+    nested in a function) gets ``if 1:`` on the line before it to open a block at its
+    indentation."""
+    lines = source_lines(text)
+    kept = [False] * len(lines)
+    for first, last in ranges:
+        for number in range(first, min(last, len(lines)) + 1):
+            kept[number - 1] = True
+    result = [line if keep else line[len(line.rstrip("\r\n")):] for line, keep in zip(lines, kept)]
+    for first, _ in ranges:
+        if lines[first - 1][:1] in (" ", "\t") and first >= 2 and not kept[first - 2]:
+            result[first - 2] = "if 1:" + result[first - 2]
+    return "".join(result)

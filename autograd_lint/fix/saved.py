@@ -110,8 +110,9 @@ def _ctx_escapes(model: FunctionModel, method: Method) -> bool:
 
 
 def _has_subclass(context: FixContext, name: str) -> bool:
-    tree = ast.parse(context.text)
-    for node in ast.walk(tree):
+    if context.tree is None:
+        return True  # cannot tell: no fix
+    for node in ast.walk(context.tree):
         if isinstance(node, ast.ClassDef):
             for base in node.bases:
                 text = ast.unparse(base)
