@@ -178,10 +178,18 @@ def _collect_facts(states: list[_State], indexes: list[int], pool: WorkerPool, c
             todo.append(i)
         else:
             _as_facts(states[i], cached)
+    pool.balance({i: _size(states[i].path) for i in todo})
     for i, answer in pool.run("facts", [(i, states[i].path) for i in todo], final_names).items():
         _as_facts(states[i], answer)
         if cache is not None:
             cache.put(cache.facts, states[i].digest, answer if isinstance(answer, FileFacts) else answer.message)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 def _as_facts(state: _State, answer) -> tuple[Optional[FileFacts]]:
@@ -227,6 +235,7 @@ def _lint_all(states: list[_State], selection_for: Callable[[str], Selection], p
             results[i] = _with_path(cached, state.path)
         else:
             todo.append((i, (state.path, codes)))
+    pool.balance({i: _size(states[i].path) for i, _ in todo})  # files whose facts came from the cache
     for i, result in pool.run("lint", todo, project).items():
         results[i] = result
         if cache is not None and not result.internal_errors:

@@ -238,9 +238,24 @@ class WorkerPool:
                 ProcessPoolExecutor(1, mp_context=context, initializer=_start_worker, initargs=(max_file_size,))
                 for _ in range(self.jobs)
             ]
+        self.owners: dict[int, int] = {}  # file index -> worker, once balance() chose one
+        self.load = [0] * self.jobs
 
     def worker_of(self, index: int) -> int:
-        return index % self.jobs
+        return self.owners.get(index, index % self.jobs)
+
+    def balance(self, weights: dict[int, int]) -> None:
+        """Give each file that has no owner yet to the least loaded worker, heaviest first.
+
+        Steps 2 and 3 (parsing, the analysis) cost far more per file than step 1 and go to a
+        few files of very different sizes: dealt out by index, one worker got twice the other's
+        work on the torch package. A file that step 1 read elsewhere is read again by its new
+        owner, which costs little next to parsing it."""
+        for index in sorted(weights, key=lambda i: (-weights[i], i)):
+            if index not in self.owners:
+                worker = min(range(self.jobs), key=lambda w: (self.load[w], w))
+                self.owners[index] = worker
+                self.load[worker] += weights[index]
 
     def run(self, step: str, tasks: list[tuple[int, object]], *extra) -> dict[int, object]:
         """Run ``step`` ("summarize", "facts", "lint") on tasks ``(file index, payload)``; each

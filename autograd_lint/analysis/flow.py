@@ -15,7 +15,7 @@ from typing import Callable, Optional, Union
 
 import libcst as cst
 
-from autograd_lint.analysis.syntax import call_keyword, dotted, positional_args
+from autograd_lint.analysis.syntax import call_keyword, children, dotted, positional_args
 
 PathElement = Union[cst.BaseSmallStatement, cst.BaseExpression, cst.FunctionDef, cst.ClassDef]
 
@@ -364,7 +364,7 @@ def _expression_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
         current = stack.pop()
         result.append(current)
         if not isinstance(current, cst.Lambda):
-            stack.extend(reversed(current.children))
+            stack.extend(reversed(children(current)))
     return result
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import bisect
 import re
+import sys
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
@@ -234,8 +235,14 @@ _IMPORT = re.compile(r"import")
 _WORD = re.compile(r"\w+")
 
 
+# The standard library's top-level modules (Python 3.10+; before that, none are skipped).
+_STANDARD_LIBRARY = frozenset(getattr(sys, "stdlib_module_names", ())) | {"__future__"}
+
+
 def imported_words(text: str) -> set[str]:
-    """Every word of the import statements (the names a module can use from other modules).
+    """Every word of the import statements (the names a module can use from other modules),
+    except those imported from the standard library, which cannot hold a project's Function
+    class (``from typing import Type`` must not make a file a user of a Function named Type).
 
     Searching the literal ``import`` and looking around it is 4x faster than a line-anchored
     regex; a few non-import lines that start with `import...` words only add words."""
@@ -245,6 +252,8 @@ def imported_words(text: str) -> set[str]:
         head = text[start : match.start()].lstrip(" \t")
         if head and not head.startswith("from "):
             continue
+        if head and head[5:].strip().split(".")[0] in _STANDARD_LIBRARY:
+            continue  # `from typing import Type`: no Function class of the project comes from there
         end = text.find("\n", match.start())
         end = len(text) if end < 0 else end
         if "(" in text[match.start() : end] and ")" not in text[match.start() : end]:
