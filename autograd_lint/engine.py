@@ -178,18 +178,21 @@ def _collect_facts(states: list[_State], indexes: list[int], pool: WorkerPool, c
             todo.append(i)
         else:
             _as_facts(states[i], cached)
-    pool.balance({i: _size(states[i].path) for i in todo})
+    pool.balance({i: _cost(states[i]) for i in todo})
     for i, answer in pool.run("facts", [(i, states[i].path) for i in todo], final_names).items():
         _as_facts(states[i], answer)
         if cache is not None:
             cache.put(cache.facts, states[i].digest, answer if isinstance(answer, FileFacts) else answer.message)
 
 
-def _size(path: str) -> int:
+def _cost(state: _State) -> tuple[float, float]:
+    """What steps 2 and 3 will cost for the file, in microseconds: on torch, parsing took about
+    0.4 us per byte of the file, and the analysis 8 us per character of its Function classes."""
     try:
-        return os.path.getsize(path)
+        size = os.path.getsize(state.path)
     except OSError:
-        return 0
+        size = 0
+    return 0.4 * size, 8.0 * (state.summary.function_chars if state.summary is not None else 0)
 
 
 def _as_facts(state: _State, answer) -> tuple[Optional[FileFacts]]:
@@ -235,7 +238,7 @@ def _lint_all(states: list[_State], selection_for: Callable[[str], Selection], p
             results[i] = _with_path(cached, state.path)
         else:
             todo.append((i, (state.path, codes)))
-    pool.balance({i: _size(states[i].path) for i, _ in todo})  # files whose facts came from the cache
+    pool.balance({i: _cost(states[i]) for i, _ in todo})  # files whose facts came from the cache
     for i, result in pool.run("lint", todo, project).items():
         results[i] = result
         if cache is not None and not result.internal_errors:

@@ -239,23 +239,34 @@ class WorkerPool:
                 for _ in range(self.jobs)
             ]
         self.owners: dict[int, int] = {}  # file index -> worker, once balance() chose one
-        self.load = [0] * self.jobs
+        self.load: list[tuple[float, float]] = [(0.0, 0.0)] * self.jobs  # see balance()
 
     def worker_of(self, index: int) -> int:
         return self.owners.get(index, index % self.jobs)
 
-    def balance(self, weights: dict[int, int]) -> None:
-        """Give each file that has no owner yet to the least loaded worker, heaviest first.
+    def balance(self, costs: dict[int, tuple[float, float]]) -> None:
+        """Give each file that has no owner yet to a worker, so that both steps that follow
+        end as early as they can. ``costs``: (parsing it, analysing it), in seconds or in
+        any one unit.
 
-        Steps 2 and 3 (parsing, the analysis) cost far more per file than step 1 and go to a
-        few files of very different sizes: dealt out by index, one worker got twice the other's
-        work on the torch package. A file that step 1 read elsewhere is read again by its new
-        owner, which costs little next to parsing it."""
-        for index in sorted(weights, key=lambda i: (-weights[i], i)):
-            if index not in self.owners:
-                worker = min(range(self.jobs), key=lambda w: (self.load[w], w))
-                self.owners[index] = worker
-                self.load[worker] += weights[index]
+        Steps 2 and 3 cost far more per file than step 1 and go to a few files of very
+        different sizes (dealt out by index, one worker got twice the other's work on the torch
+        package); each step waits for its slowest worker, so the greedy choice (heaviest file
+        first) is the worker that keeps the sum of the two steps' slowest loads lowest. A file
+        that step 1 read elsewhere is read again by its new owner: little next to parsing it."""
+        for index in sorted(costs, key=lambda i: (-sum(costs[i]), i)):
+            if index in self.owners:
+                continue
+            parse, analyse = costs[index]
+
+            def finish(worker: int) -> tuple[float, int]:
+                parsing = [p + (parse if w == worker else 0) for w, (p, _) in enumerate(self.load)]
+                analysing = [a + (analyse if w == worker else 0) for w, (_, a) in enumerate(self.load)]
+                return max(parsing) + max(analysing), worker
+
+            worker = min(finish(w) for w in range(self.jobs))[1]
+            self.owners[index] = worker
+            self.load[worker] = (self.load[worker][0] + parse, self.load[worker][1] + analyse)
 
     def run(self, step: str, tasks: list[tuple[int, object]], *extra) -> dict[int, object]:
         """Run ``step`` ("summarize", "facts", "lint") on tasks ``(file index, payload)``; each

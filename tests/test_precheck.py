@@ -33,3 +33,16 @@ def test_names_imported_from_the_standard_library_are_not_imported_words():
     words = imported_words("from typing import Type\nfrom mylib.ops import Scale as S\nfrom . import local\n")
     assert "Type" not in words
     assert {"Scale", "S", "local"} <= words
+
+
+def test_function_chars_measure_the_function_classes_only():
+    function_class = (
+        "class Double(torch.autograd.Function):\n"
+        "    @staticmethod\n"
+        "    def forward(ctx, x):\n"
+        "# a comment at the margin does not end the class\n"
+        "        return 2 * x\n"
+    )
+    text = "import torch\n\n" + function_class + "\nclass Module(torch.nn.Module):\n    pass\n"
+    assert summarize(text).function_chars == len(function_class)
+    assert summarize("class Module(torch.nn.Module):\n    pass\n").function_chars == 0

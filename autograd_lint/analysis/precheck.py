@@ -19,6 +19,7 @@ from autograd_lint.analysis.module_index import imported_words
 # `class X(<bases>)`; the literal first, so the regex engine can skip ahead to each `class`
 # (a pattern anchored with ^ under re.M is tried at every position: 4x slower on torch).
 _CLASS_BASES = re.compile(r"class[ \t]+\w+[ \t]*\(([^)]*)\)")
+_CODE_LINE_START = re.compile(r"\n([ \t]*)([^ \t\r\n])")
 _APPLY = re.compile(r"\.apply\b")
 _NAME_AT_END = re.compile(r"(\w+)\Z")
 _GRAD_FN_ATTRIBUTE = re.compile(r"\.grad_fn\.(\w+)\s*=(?!=)")
@@ -43,6 +44,9 @@ class TextSummary:
     # Attributes set on a ctx from outside its Function: `y.grad_fn.attr = ...` (an output's
     # grad_fn is its ctx; fairscale's pipeline sets what backward reads that way).
     grad_fn_attributes: frozenset[str]
+    # Characters of the `...Function` class statements, roughly (to the next line indented no
+    # deeper): what analysing the file will cost, used to share files out among workers.
+    function_chars: int = 0
 
     def may_subclass(self, function_names: AbstractSet[str]) -> bool:
         """Could it define a subclass of one of these Function classes?"""
@@ -57,28 +61,44 @@ class TextSummary:
 
 def summarize(text: str) -> TextSummary:
     base_words: set[str] = set()
-    for bases in _class_bases(text):
-        base_words.update(_WORD.findall(bases))
+    function_chars = 0
+    for line_start, match in _class_statements(text):
+        words = _WORD.findall(match.group(1))
+        base_words.update(words)
+        if any(word.endswith("Function") for word in words):
+            function_chars += _block_length(text, line_start, match)
     return TextSummary(
-        defines_function=any(word.endswith("Function") for word in base_words),
+        defines_function=function_chars > 0,
         base_words=frozenset(base_words),
         imported_words=frozenset(imported_words(text)),
         applied_names=_applied_names(text),
         mentions_gradcheck="gradcheck" in text and _uses_gradcheck(text),
         grad_fn_attributes=frozenset(_GRAD_FN_ATTRIBUTE.findall(text)) if ".grad_fn." in text else frozenset(),
+        function_chars=function_chars,
     )
 
 
-def _class_bases(text: str) -> Iterator[str]:
-    """The bases' text of each class statement (``class`` first on its line)."""
+def _class_statements(text: str) -> Iterator[tuple[int, "re.Match[str]"]]:
+    """(start of its line, match) for each class statement (``class`` first on its line);
+    ``match.group(1)`` is the text of its bases."""
     match = _CLASS_BASES.search(text)
     while match:
         line_start = text.rfind("\n", 0, match.start()) + 1
         if text[line_start : match.start()].strip(" \t"):
             match = _CLASS_BASES.search(text, match.start() + 1)  # `subclass X(`: look on from there
             continue
-        yield match.group(1)
+        yield line_start, match
         match = _CLASS_BASES.search(text, match.end())
+
+
+def _block_length(text: str, line_start: int, statement: "re.Match[str]") -> int:
+    """From the class line to the next code line indented no deeper (a string's lines at the
+    margin end it early: an estimate)."""
+    indent = statement.start() - line_start
+    for line in _CODE_LINE_START.finditer(text, statement.end()):
+        if line.group(2) != "#" and len(line.group(1)) <= indent:
+            return line.start() - line_start
+    return len(text) - line_start
 
 
 def _uses_gradcheck(text: str) -> bool:
