@@ -5,8 +5,9 @@
 Runs the real CLI (``--dynamic --dynamic-report``) over PATHs (default: fixtures/) and prints, from
 the per-Function report: how many classes got inputs and from where, and the seconds per class
 spent building inputs and running the checks (gradcheck, gradgradcheck, raw backward), without
-the torch import and module import that each child pays once (about 2 s). The confirmation of
-static findings is not timed per class. Numbers vary with the machine; run it on an idle one.
+the torch import and module import that each child pays once (about 2 s). The first class of each
+child also carries about 1 s of importing sympy, which torch.autograd.grad does on its first call
+with explicit gradients. The confirmation of static findings is not timed per class. Numbers vary with the machine; run it on an idle one.
 """
 
 from __future__ import annotations

@@ -174,6 +174,12 @@ def test_factory_evidence_tells_the_raw_dtype_and_the_precision_loss():
         evidence[cls.__name__] = confirm_finding(cls, inputs_for(cls, module, path), finding)[1]
     assert "returned a float32 gradient for float64 input 0" in evidence["Total"]
     assert "changes with torch's default dtype" in evidence["ScaleByConstant"]
+    # The float32 buffer raises in index_add_; with float64 as torch's default dtype it does not.
+    assert evidence["GatherRows"] == (
+        "backward raised RuntimeError: index_add_(): self (Float) and source (Double) must have the same "
+        "scalar type with torch's default dtype float32, and ran with float64: a factory in backward ignores "
+        "the inputs' dtype")
+    assert torch.get_default_dtype() == torch.float32
 
 
 def test_dot_data_is_confirmed_in_forward_by_the_version_counter_and_in_backward_by_gradgradcheck():

@@ -124,6 +124,104 @@ def test_inputs_come_from_declarations_call_sites_and_signatures(fixture_run):
     assert function(report, "ApplyFn")["reason"].startswith("could not build inputs")
 
 
+def test_a_forward_that_raises_confirms_only_the_rule_whose_error_it_raises(fixture_run):
+    _, findings, report = fixture_run
+    saved = {f["function_class"]: f for f in findings
+             if f["path"].endswith("forward_raises.py") and f["code"] == "AGL202"}
+    # Forward raises PyTorch's own AGL202 error on every synthesized input: that is the evidence.
+    assert saved["SaveScale"]["confirmation"] == "confirmed"
+    assert saved["SaveScale"]["evidence"] == (
+        "TypeError: save_for_backward can only save variables, but argument 1 is of type float "
+        "(with synthesized inputs same (3, 4): x (3, 4), on which forward raises)")
+    # Forward raises its own error before it reaches save_for_backward: nothing was shown.
+    assert saved["VolumeOnly"]["confirmation"] == "unverified"
+    assert saved["VolumeOnly"]["evidence"].startswith(
+        "VolumeOnly.apply(...) raised ValueError: expects a 5-d volume (N, C, D, H, W) (with synthesized")
+    # The first guess fails on a shape before forward reaches save_for_backward; a later one gets there.
+    assert saved["ShiftEps"]["confirmation"] == "confirmed"
+    assert saved["ShiftEps"]["evidence"].startswith(
+        "TypeError: save_for_backward can only save variables, but argument 1 is of type float (with synthesized "
+        "inputs broadcast (3, 4) + (4,)")
+    assert "forward raised RuntimeError: The size of tensor a (4) must match" in function(report, "ShiftEps")["reason"]
+    for name in ("SaveScale", "VolumeOnly", "ShiftEps"):
+        assert function(report, name)["inputs"] is None
+        assert "forward raised" in function(report, name)["reason"]
+
+
+def test_a_call_of_the_wrapper_around_apply_is_a_call_site(fixture_run):
+    _, _, report = fixture_run
+    temper = function(report, "Temper")["inputs"]
+    # `how` is a string synthesis cannot guess; the test calls `temper(scores)`, and the wrapper's
+    # default "soft" fills it in. The first call (a parameter) is skipped.
+    assert temper["source"] == "call-site" and temper["detail"].endswith("wrapper_usage.py:14 (through temper())")
+    assert temper["shapes"] == "(2, 6), 'soft'"
+
+
+def test_wrapper_calls_bind_like_python_keywords_defaults_and_all(tmp_path):
+    import importlib.util
+
+    from autograd_lint.dynamic import callsites
+
+    ops = write(tmp_path / "ops.py", """\
+import torch
+
+
+class Affine(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, factor, shift):
+        ctx.factor = factor
+        return x * factor + shift
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output * ctx.factor, None, None
+
+
+def affine(x, factor=2.0, *, shift=0.0):
+    x = x.double()
+    return Affine.apply(x, factor, shift)
+""")
+    usage = write(tmp_path / "test_ops.py", """\
+import torch
+from ops import affine
+
+def test_it():
+    affine(torch.ones(2), 3.0, 1.0)        # shift is keyword-only: Python raises, so skipped
+    affine(torch.ones(2, 3), shift=1.5)    # factor from the default
+    affine(torch.ones(4), factor=torch.tensor(0.5))
+""")
+    spec = importlib.util.spec_from_file_location("_wrapper_ops", ops)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    found = list(callsites.candidates(module.Affine, module, [str(ops), str(usage)]))
+    assert [c.detail.rsplit(":", 1)[1] for c in found] == ["6 (through affine())", "7 (through affine())"]
+    x, factor, shift = found[0].recipe()
+    assert (tuple(x.shape), x.dtype, factor, shift) == ((2, 3), torch.float64, 2.0, 1.5)
+    x, factor, shift = found[1].recipe()
+    assert tuple(x.shape) == (4,) and float(factor) == 0.5 and shift == 0.0
+
+
+def test_synthesis_tries_index_columns_masks_and_leaving_optional_tensors_out(fixture_run):
+    _, findings, report = fixture_run
+    gather = function(report, "TargetLogProb")
+    assert gather["inputs"]["shapes"] == "(3, 4), (3, 1) int64, (3, 4) bool"
+    segments = function(report, "SegmentSum")
+    assert segments["inputs"]["shapes"] == "(3, 4), None"
+    for entry in (gather, segments):
+        assert {"gradcheck", "gradgradcheck"} <= set(entry["ran"])
+    assert not [f for f in findings if f["path"].endswith("guessed_shapes.py") and f["code"].startswith("AGL9")]
+
+
+def test_guessed_inputs_on_which_backward_raises_give_no_runtime_finding(fixture_run):
+    _, _, report = fixture_run
+    recorded = function(report, "Recorded")
+    assert recorded["inputs"]["source"] == "synthesized" and recorded["ran"] == ["raw backward"]
+    assert recorded["runtime_findings"] == []
+    (reason,) = recorded["skipped"]
+    assert reason.startswith("gradcheck: backward raised on every synthesized input (backward raised "
+                             "AttributeError: 'Tensor' object has no attribute 'append')")
+
+
 def test_raw_backward_results_are_checked(fixture_run):
     _, findings, report = fixture_run
     wrong = runtime(findings, "raw_backward.py", "AGL903")
@@ -141,7 +239,7 @@ def test_summary_line_counts_sources_and_confirmations(fixture_run):
     assert match, result.stderr
     total, built, rate, declared, call_sites, synthesized = map(int, match.groups())
     assert total == len(report["functions"]) and built == declared + call_sites + synthesized
-    assert (declared, call_sites) == (2, 1) and rate == round(100 * built / total)
+    assert (declared, call_sites) == (2, 2) and rate == round(100 * built / total)
     assert report["summary"] in result.stderr
 
 

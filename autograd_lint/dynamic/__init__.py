@@ -8,5 +8,6 @@ Layout: ``options`` (the CLI flags), ``settings`` (``[tool.autograd-lint.dynamic
 (schedule children, map their answers back to findings), ``child`` (import, enumerate, check),
 ``inputs`` (example inputs: declared, call sites, synthesized), ``checks`` (gradcheck,
 gradgradcheck, raw backward results, CPU vs CUDA), ``confirm`` (per-rule confirmation of static
-findings), ``progress`` (a progress bar on a terminal).
+findings), ``dedupe`` (a runtime failure explained by a confirmed static finding is merged into
+it), ``progress`` (a progress bar on a terminal).
 """

@@ -5,6 +5,12 @@ evaluator that knows literals, arithmetic, torch's tensor factories (``torch.ran
 few harmless tensor methods (``.double()``, ``.t()``, ``.requires_grad_()``), module-level
 constants, and local names assigned earlier in the same function from such expressions.
 Anything else (a function parameter, a call into user code) makes the call site "not simple".
+
+One level up: when ``apply`` is called in a module-level function with that function's
+parameters (``def sparsemax(X, dim=-1): return SparsemaxFunction.apply(X, dim)``, the usual
+public wrapper), the calls of that function (``sparsemax(torch.randn(4, 6), 1)`` in a test) are
+call sites too: their arguments, and the wrapper's defaults, are bound to its parameters, and the
+arguments of ``apply`` are evaluated with those bindings.
 """
 
 from __future__ import annotations
@@ -43,25 +49,45 @@ class NotSimple(Exception):
     """The expression needs more than the evaluator may do."""
 
 
-def candidates(cls: type, module: Any, files: list[str]) -> Iterator["Candidate"]:
+def candidates(cls: type, module: Any, files: list[str], project_root: str = "") -> Iterator["Candidate"]:
+    """``project_root``: where the call sites' paths are shown from (the child runs elsewhere)."""
     from autograd_lint.dynamic.inputs import Candidate
 
+    namespace = vars(module)
     seen: set[str] = set()
+    wrappers: dict[str, tuple[ast.Call, ast.FunctionDef]] = {}  # apply calls on a wrapper's parameters
+    yielded = 0
     for path in files:
         for call, scope in _apply_calls(path, cls.__name__):
             key = ast.dump(call)
             if key in seen:
                 continue
             seen.add(key)
-            evaluator = _Evaluator(vars(module), scope, call.lineno)
+            evaluator = _Evaluator(namespace, scope, call.lineno)
             try:
                 evaluator.arguments(call)  # evaluate once now: reject what is not simple early
             except NotSimple:
+                if _is_wrapper(scope):
+                    wrappers.setdefault(scope.name, (call, scope))
                 continue
             except Exception:  # the expression itself fails (a bad shape): not usable
                 continue
-            yield Candidate("call-site", f"{_short(path)}:{call.lineno}", _recipe(evaluator, call))
-            if len(seen) >= MAX_CALL_SITES:
+            yield Candidate("call-site", f"{_short(path, project_root)}:{call.lineno}", _recipe(evaluator, call))
+            yielded += 1
+            if yielded >= MAX_CALL_SITES:
+                return
+    for name, (call, wrapper) in wrappers.items():
+        for caller, caller_scope, path in _calls_of(name, files):
+            recipe = _wrapper_recipe(namespace, call, wrapper, caller, caller_scope)
+            try:
+                recipe()
+            except NotSimple:
+                continue
+            except Exception:  # noqa: BLE001 - a bad shape, a wrong argument count
+                continue
+            yield Candidate("call-site", f"{_short(path, project_root)}:{caller.lineno} (through {name}())", recipe)
+            yielded += 1
+            if yielded >= MAX_CALL_SITES:
                 return
 
 
@@ -69,41 +95,122 @@ def _recipe(evaluator: "_Evaluator", call: ast.Call) -> Callable[[], tuple]:
     return lambda: evaluator.arguments(call)
 
 
-def _short(path: str) -> str:
+def _is_wrapper(scope: ast.AST) -> bool:
+    """A module-level function (see ``_apply_calls``), not a method: ``self.x`` cannot be bound."""
+    return isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and getattr(scope, "module_level", False)
+
+
+def _wrapper_recipe(namespace: dict, call: ast.Call, wrapper: ast.FunctionDef, caller: ast.Call,
+                    caller_scope: ast.AST) -> Callable[[], tuple]:
+    """Fresh arguments for ``apply``: the caller's arguments bound to the wrapper's parameters."""
+
+    def recipe() -> tuple:
+        caller_evaluator = _Evaluator(namespace, caller_scope, caller.lineno)
+        bindings = bind_arguments(wrapper, caller, caller_evaluator, _Evaluator(namespace, _NO_SCOPE, 0))
+        return _Evaluator(namespace, wrapper, call.lineno, bindings).arguments(call)
+
+    return recipe
+
+
+def bind_arguments(function: ast.FunctionDef, call: ast.Call, caller: "_Evaluator",
+                   defaults: "_Evaluator") -> dict[str, Any]:
+    """Parameter name -> value, as Python binds ``call`` to ``function`` (NotSimple when it would
+    not bind, or needs ``*args``/``**kwargs`` on either side)."""
+    spec = function.args
+    if any(isinstance(arg, ast.Starred) for arg in call.args) or any(k.arg is None for k in call.keywords):
+        raise NotSimple("star arguments")
+    positional = [*spec.posonlyargs, *spec.args]
+    if len(call.args) > len(positional):
+        raise NotSimple("more positional arguments than parameters")
+    bound = {parameter.arg: caller.value(arg, 0) for parameter, arg in zip(positional, call.args)}
+    by_keyword = {parameter.arg for parameter in [*spec.args, *spec.kwonlyargs]}
+    for keyword in call.keywords:
+        if keyword.arg in bound or keyword.arg not in by_keyword:
+            raise NotSimple(f"keyword {keyword.arg}")
+        bound[keyword.arg] = caller.value(keyword.value, 0)
+    with_defaults = list(zip(positional[len(positional) - len(spec.defaults):], spec.defaults))
+    with_defaults += [(parameter, default) for parameter, default in zip(spec.kwonlyargs, spec.kw_defaults)
+                      if default is not None]
+    for parameter, default in with_defaults:
+        if parameter.arg not in bound:
+            bound[parameter.arg] = defaults.value(default, 0)
+    return bound
+
+
+def _calls_of(name: str, files: list[str]) -> Iterator[tuple[ast.Call, ast.AST, str]]:
+    """Calls ``name(...)`` or ``something.name(...)``, with their scope, in ``files``."""
+    for path in files:
+        tree = _parsed(path, f"{name}(")
+        if tree is None:
+            continue
+        for scope in _scopes(tree):
+            for node in _walk_own(scope):
+                if isinstance(node, ast.Call) and _last_name(node.func) == name \
+                        and not (isinstance(node.func, ast.Attribute) and node.func.attr == "apply"):
+                    yield node, scope, path
+
+
+def _short(path: str, root: str) -> str:
     try:
-        relative = os.path.relpath(path)
-    except ValueError:
+        relative = os.path.relpath(path, root or None)
+    except ValueError:  # another drive (Windows)
         return path
     return path if relative.startswith("..") else relative
 
 
 def _apply_calls(path: str, class_name: str) -> Iterator[tuple[ast.Call, ast.AST]]:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except (OSError, UnicodeDecodeError):
+    tree = _parsed(path, f"{class_name}.apply")
+    if tree is None:
         return
-    if f"{class_name}.apply" not in text:
-        return
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return
-    for scope in [tree, *[node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]]:
+    for scope in _scopes(tree):
         for node in _walk_own(scope):
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "apply"
                     and _last_name(node.func.value) == class_name):
                 yield node, scope
 
 
-def _walk_own(scope: ast.AST) -> Iterator[ast.AST]:
-    """Nodes of ``scope`` without those of nested functions (they are scopes of their own)."""
-    stack = list(ast.iter_child_nodes(scope))
+_PARSED: dict[str, tuple[str, Optional[ast.Module]]] = {}  # one child checks one module: a few files
+
+
+def _parsed(path: str, needle: str) -> Optional[ast.Module]:
+    """The file's tree when its text contains ``needle`` (read and parsed once per process);
+    its module-level functions are marked ``module_level``."""
+    if path not in _PARSED:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read()
+        except (OSError, UnicodeDecodeError):
+            text = ""
+        _PARSED[path] = (text, None)
+    text, tree = _PARSED[path]
+    if needle not in text:
+        return None
+    if tree is None:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            return None
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                node.module_level = True  # type: ignore[attr-defined]
+        _PARSED[path] = (text, tree)
+    return tree
+
+
+def _scopes(tree: ast.Module) -> list[ast.AST]:
+    return [tree, *[node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]]
+
+
+def _walk_own(scope: ast.AST) -> list[ast.AST]:
+    """Nodes of ``scope`` without those of nested functions (they are scopes of their own), in
+    source order: the first call site in a file is the one tried first."""
+    found, stack = [], list(ast.iter_child_nodes(scope))
     while stack:
         node = stack.pop()
-        yield node
+        found.append(node)
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             stack.extend(ast.iter_child_nodes(node))
+    return sorted(found, key=lambda node: (getattr(node, "lineno", 0), getattr(node, "col_offset", 0)))
 
 
 def _last_name(node: ast.AST) -> Optional[str]:
@@ -115,10 +222,11 @@ def _last_name(node: ast.AST) -> Optional[str]:
 
 
 class _Evaluator:
-    def __init__(self, namespace: dict, scope: ast.AST, line: int) -> None:
+    def __init__(self, namespace: dict, scope: ast.AST, line: int, bindings: Optional[dict] = None) -> None:
         self.namespace = namespace
         self.scope = scope
         self.line = line
+        self.bindings = bindings or {}  # the scope's parameters, bound by a call (a wrapper's)
 
     def arguments(self, call: ast.Call) -> tuple:
         if call.keywords or any(isinstance(arg, ast.Starred) for arg in call.args):
@@ -150,7 +258,9 @@ class _Evaluator:
         if assigned is not None:
             value, line = assigned
             # Evaluated as of its own line: `x = x.double()` reads the x assigned before it.
-            return _Evaluator(self.namespace, self.scope, line).value(value, depth + 1)
+            return _Evaluator(self.namespace, self.scope, line, self.bindings).value(value, depth + 1)
+        if name in self.bindings:
+            return self.bindings[name]
         if name == "torch":
             return torch
         value = self.namespace.get(name, _MISSING)
@@ -202,3 +312,4 @@ class _Evaluator:
 
 
 _MISSING = object()
+_NO_SCOPE = ast.Module(body=[], type_ignores=[])  # defaults are evaluated at module level

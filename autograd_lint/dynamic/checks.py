@@ -31,6 +31,9 @@ EPS, ATOL, RTOL = 1e-6, 1e-5, 1e-3
 class RuntimeFinding:
     code: str
     message: str
+    # AGL903 only: what was wrong ("count", "shape", "dtype", "device", "type"), so that the
+    # parent can tell which static finding explains it (dedupe.py) without parsing the message.
+    kinds: tuple[str, ...] = ()
 
 
 @dataclass
@@ -53,7 +56,12 @@ def is_once_differentiable(cls: type) -> bool:
     return False
 
 
-def run_checks(cls: type, make_inputs: Callable[[], tuple], names: list[str]) -> CheckReport:
+def run_checks(cls: type, make_inputs: Callable[[], tuple], names: list[str],
+               guessed_backward_error: str = "") -> CheckReport:
+    """``guessed_backward_error``: the inputs are guesses on which backward raised this (no guess
+    let it run). Its raw result is still checked (AGL903: what it returns, seen directly), but
+    not gradcheck: a guessed tensor for a `transport` or a `process_group` makes a correct
+    backward raise as easily as a buggy one."""
     report = CheckReport()
     if not has_differentiable_output(cls, make_inputs):
         report.skipped.append("all checks: forward returns no differentiable output (backward is never called)")
@@ -65,9 +73,14 @@ def run_checks(cls: type, make_inputs: Callable[[], tuple], names: list[str]) ->
     raw_problems, blocking = raw_backward_problems(cls, make_inputs, names)
     report.ran.append("raw backward")
     if raw_problems:
-        report.findings.append(RuntimeFinding("AGL903", "; ".join(raw_problems)))
+        report.findings.append(RuntimeFinding("AGL903", "; ".join(text for _, text in raw_problems),
+                                              tuple(dict.fromkeys(kind for kind, _ in raw_problems))))
     if blocking:  # autograd itself would raise: gradcheck would only repeat the same error
         report.skipped.append("gradcheck: backward's result is rejected by autograd (AGL903)")
+        return report
+    if guessed_backward_error:
+        report.skipped.append(f"gradcheck: backward raised on every synthesized input ({guessed_backward_error}), "
+                              "so a failure would not tell a bug from a wrong guess")
         return report
     failure = gradcheck_failure(cls, make_inputs, names)
     report.ran.append("gradcheck")
@@ -129,8 +142,10 @@ def is_repeatable(cls: type, make_inputs: Callable[[], tuple]) -> bool:
     return True
 
 
-def raw_backward_problems(cls: type, make_inputs: Callable[[], tuple], names: list[str]) -> tuple[list[str], bool]:
-    """What is wrong with backward's raw result, and whether autograd would reject it (vs. cast it)."""
+def raw_backward_problems(cls: type, make_inputs: Callable[[], tuple],
+                          names: list[str]) -> tuple[list[tuple[str, str]], bool]:
+    """What is wrong with backward's raw result as (kind, text) pairs, and whether autograd would
+    reject it (vs. cast it)."""
     inputs = make_inputs()
     with torch.enable_grad():
         outputs = flatten_outputs(cls.apply(*inputs))
@@ -146,36 +161,37 @@ def raw_backward_problems(cls: type, make_inputs: Callable[[], tuple], names: li
     except Exception as error:  # the user's backward failed: gradcheck reports it (AGL901)
         return [], False
     returned = result if isinstance(result, tuple) else (result,)
-    problems: list[str] = []
+    problems: list[tuple[str, str]] = []
     blocking = False
     expected = len(node.needs_input_grad)
     extra = returned[expected:]
     if len(returned) < expected or any(value is not None for value in extra):
-        problems.append(f"backward returned {len(returned)} value{'s' * (len(returned) != 1)} "
-                        f"for {expected} input{'s' * (expected != 1)}")
+        problems.append(("count", f"backward returned {len(returned)} value{'s' * (len(returned) != 1)} "
+                                  f"for {expected} input{'s' * (expected != 1)}"))
         return problems, True
     for index, (value, grad) in enumerate(zip(inputs, returned)):
         what = _input_name(index, names)
         if grad is None:
             continue
         if not isinstance(value, torch.Tensor):
-            problems.append(f"gradient {index} is not None but {what} is not a tensor")
+            problems.append(("type", f"gradient {index} is not None but {what} is not a tensor"))
             blocking = True
             continue
         if not value.requires_grad:
             continue  # autograd never looks at it (silently): not a wrong result for this call
         if not isinstance(grad, torch.Tensor):
-            problems.append(f"gradient for {what} is a {type(grad).__name__}, not a tensor")
+            problems.append(("type", f"gradient for {what} is a {type(grad).__name__}, not a tensor"))
             blocking = True
             continue
         if grad.shape != value.shape and not _reducible(grad.shape, value.shape):
-            problems.append(f"gradient for {what} has shape {tuple(grad.shape)}, the input {tuple(value.shape)}")
+            problems.append(("shape", f"gradient for {what} has shape {tuple(grad.shape)}, "
+                                      f"the input {tuple(value.shape)}"))
             blocking = True
         if grad.dtype != value.dtype:
-            problems.append(f"gradient for {what} is {_dtype(grad)}, the input {_dtype(value)} "
-                            "(autograd casts it silently)")
+            problems.append(("dtype", f"gradient for {what} is {_dtype(grad)}, the input {_dtype(value)} "
+                                      "(autograd casts it silently)"))
         if grad.device != value.device:
-            problems.append(f"gradient for {what} is on {grad.device}, the input on {value.device}")
+            problems.append(("device", f"gradient for {what} is on {grad.device}, the input on {value.device}"))
             blocking = True
     return problems, blocking
 

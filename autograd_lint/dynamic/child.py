@@ -15,9 +15,38 @@ import json
 import os
 import sys
 import time
+from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 NO_RUNTIME_CHECK = "no runtime check for this rule"
+
+
+@dataclass
+class ClassInputs:
+    """What the input search gave for one class: the inputs the checks run on (``chosen``, an
+    ``inputs.ChosenInputs``), why there are none (``reason``), and the candidates on which forward
+    raised (``failures``, ``inputs.FailedInputs``, most trusted first), kept for the rules whose
+    evidence is that very exception."""
+
+    chosen: Any = None
+    reason: str = ""
+    failures: list = field(default_factory=list)
+
+
+def _build_inputs(cls: type, module: Any, request: dict, entry: dict) -> ClassInputs:
+    from autograd_lint.dynamic.inputs import choose_inputs
+
+    try:
+        outcome = choose_inputs(cls, module, request.get("call_site_files", []),
+                                request.get("config_examples", {}), request["module_path"], "cpu",
+                                use_declared=request.get("use_declared", True),
+                                project_root=request.get("project_root", ""))
+    except BaseException as error:  # noqa: B036 - a forward calling sys.exit, for one
+        entry["reason"] = f"building inputs raised {type(error).__name__}: {_first_line(error)}"
+        return ClassInputs(reason=entry["reason"])
+    if outcome.chosen is None:
+        entry["reason"] = outcome.reason
+    return ClassInputs(outcome.chosen, outcome.reason, outcome.failures)
 
 
 def main(argv: list[str]) -> int:
@@ -54,10 +83,8 @@ def main(argv: list[str]) -> int:
     result["device"] = device
     writer.write()
 
-    from autograd_lint.dynamic.inputs import choose_inputs
-
     classes = function_classes(module)
-    chosen: dict[str, Any] = {}  # class name -> ChosenInputs, or the reason there are none
+    inputs_by_class: dict[str, ClassInputs] = {}
     by_name = {}
     for cls in classes:
         started = time.perf_counter()
@@ -65,29 +92,19 @@ def main(argv: list[str]) -> int:
         result["classes"].append(entry)
         by_name.setdefault(cls.__name__, cls)
         by_name.setdefault(cls.__qualname__, cls)
-        try:
-            outcome = choose_inputs(cls, module, request.get("call_site_files", []),
-                                    request.get("config_examples", {}), request["module_path"], "cpu",
-                                    use_declared=request.get("use_declared", True))
-        except BaseException as error:  # noqa: B036 - a forward calling sys.exit, for one
-            outcome = None
-            entry["reason"] = f"building inputs raised {type(error).__name__}: {_first_line(error)}"
-        if outcome is not None and outcome.chosen is None:
-            entry["reason"] = outcome.reason
-        if outcome is not None and outcome.chosen is not None:
-            inputs = outcome.chosen
-            entry["inputs"] = {"source": inputs.source, "detail": inputs.detail, "shapes": inputs.shapes}
+        inputs = _build_inputs(cls, module, request, entry)
+        inputs_by_class[cls.__name__] = inputs
+        if inputs.chosen is not None:
+            chosen = inputs.chosen
+            entry["inputs"] = {"source": chosen.source, "detail": chosen.detail, "shapes": chosen.shapes}
             entry["inputs_seconds"] = round(time.perf_counter() - started, 4)
-            chosen[cls.__name__] = inputs
-            _run_runtime_checks(cls, inputs, device, entry)
-        else:
-            chosen[cls.__name__] = entry["reason"]
+            _run_runtime_checks(cls, chosen, device, entry)
         entry["seconds"] = round(time.perf_counter() - started, 4)
         writer.write()
 
     confirm = _load_confirm()
     for index, finding in enumerate(request.get("findings", [])):
-        result["confirmations"][str(index)] = _confirm_one(finding, by_name, chosen, confirm, device)
+        result["confirmations"][str(index)] = _confirm_one(finding, by_name, inputs_by_class, confirm, device)
     writer.write()
     result["done"] = True
     writer.write()
@@ -184,7 +201,7 @@ def _run_runtime_checks(cls: type, inputs: Any, device: str, entry: dict) -> Non
     names = [parameter.name for parameter in forward_parameters(cls) or []]
     started = time.perf_counter()
     try:
-        cpu = checks.run_checks(cls, inputs.make_inputs, names)
+        cpu = checks.run_checks(cls, inputs.make_inputs, names, inputs.backward_error)
         found = list(cpu.findings)
         entry["ran"], entry["skipped"] = cpu.ran, cpu.skipped
         if device == "cuda":
@@ -193,43 +210,77 @@ def _run_runtime_checks(cls: type, inputs: Any, device: str, entry: dict) -> Non
             if problem is not None:
                 found.append(checks.RuntimeFinding("AGL904", f"passes on CPU, fails on CUDA: {problem}"))
             else:
-                found += checks.compare_devices(cpu, checks.run_checks(cls, make_cuda, names))
+                found += checks.compare_devices(cpu, checks.run_checks(cls, make_cuda, names, inputs.backward_error))
             entry["ran"].append("cuda")
     except BaseException as error:  # noqa: B036 - the user's code under check can raise anything
         entry["skipped"].append(f"checks raised {type(error).__name__}: {_first_line(error)}")
         found = []
     entry["check_seconds"] = round(time.perf_counter() - started, 4)
-    entry["runtime_findings"] = [{"code": f.code, "message": f.message} for f in found]
+    entry["runtime_findings"] = [{"code": f.code, "message": f.message, "kinds": list(f.kinds)} for f in found]
 
 
-def _load_confirm() -> Optional[tuple[frozenset, Callable]]:
+def _load_confirm() -> Optional[tuple[frozenset, frozenset, Callable]]:
     try:
-        from autograd_lint.dynamic.confirm import CONFIRMABLE_CODES, confirm_finding
+        from autograd_lint.dynamic.confirm import (
+            CONFIRMABLE_CODES, SHOWN_BY_A_RAISING_FORWARD, confirm_finding,
+        )
     except ImportError:
         return None
-    return CONFIRMABLE_CODES, confirm_finding
+    return CONFIRMABLE_CODES, SHOWN_BY_A_RAISING_FORWARD, confirm_finding
 
 
-def _confirm_one(finding: dict, by_name: dict, chosen: dict, confirm: Optional[tuple], device: str) -> list:
-    from autograd_lint.dynamic.inputs import make_inputs_factory
-
+def _confirm_one(finding: dict, by_name: dict, inputs_by_class: dict, confirm: Optional[tuple],
+                 device: str) -> list:
     name = finding.get("function_class")
-    if finding.get("code") == "AGL000":
+    code = finding.get("code")
+    if code == "AGL000":
         return ["unverified", "the file could not be read or parsed"]
     if not name:
         return ["unverified", "not tied to a Function class"]
     cls = by_name.get(name)
     if cls is None:
         return ["unverified", f"{name} is not a Function class defined in this module"]
-    inputs = chosen.get(cls.__name__)
-    if isinstance(inputs, str) or inputs is None:
-        return ["unverified", inputs or "could not build inputs"]
+    inputs: ClassInputs = inputs_by_class.get(cls.__name__) or ClassInputs(reason="could not build inputs")
+    if inputs.chosen is None and not inputs.failures:
+        return ["unverified", inputs.reason or "could not build inputs"]
     if confirm is None:
         return ["unverified", NO_RUNTIME_CHECK]
-    codes, confirm_finding = confirm
-    if finding.get("code") not in codes:
-        return ["unverified", f"no runtime check for {finding.get('code')}"]
-    make_inputs = inputs.make_inputs if device == "cpu" else make_inputs_factory(inputs.recipe, device)
+    codes, shown_by_raising_forward, confirm_finding = confirm
+    if code not in codes:
+        return ["unverified", f"no runtime check for {code}"]
+    if inputs.failures and code in shown_by_raising_forward:
+        answer = _confirm_on_failures(confirm_finding, cls, inputs.failures, finding)
+        if answer[0] == "confirmed" or inputs.chosen is None:
+            return answer
+    if inputs.chosen is None:
+        return ["unverified", inputs.reason or "could not build inputs"]
+    make_inputs = _make_inputs_on(inputs.chosen, device)
+    return _run_confirmer(confirm_finding, cls, make_inputs, finding)
+
+
+def _confirm_on_failures(confirm_finding: Callable, cls: type, failures: list, finding: dict) -> list:
+    """The first confirmation among the candidates on which forward raised, else what the most
+    trusted one gave. Any of them may show it: the rule's own exception (PyTorch's message about
+    save_for_backward, the binding TypeError) is the evidence, whatever the shapes; an unrelated
+    exception (a shape the guess got wrong) shows nothing and stays unverified. On the CPU
+    whatever the device: these exceptions do not depend on where the tensors live."""
+    answers = []
+    for failed in failures:
+        confirmation, evidence = _run_confirmer(confirm_finding, cls, failed.make_inputs, finding)
+        answers.append([confirmation, f"{evidence} (with {failed.source} inputs {failed.detail}, on which "
+                                      f"forward raises)"])
+        if confirmation == "confirmed":
+            return answers[-1]
+    return answers[0]
+
+
+def _make_inputs_on(chosen: Any, device: str) -> Callable[[], tuple]:
+    from autograd_lint.dynamic.inputs import make_inputs_factory
+
+    return chosen.make_inputs if device == "cpu" else make_inputs_factory(chosen.recipe, device)
+
+
+def _run_confirmer(confirm_finding: Callable, cls: type, make_inputs: Callable[[], tuple], finding: dict) -> list:
     try:
         confirmation, evidence = confirm_finding(cls, make_inputs, finding)
     except BaseException as error:  # noqa: B036 - "never raises" is a promise we do not bet on

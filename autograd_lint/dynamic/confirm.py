@@ -24,6 +24,15 @@ CONFIRMABLE_CODES: frozenset[str] = frozenset({
 })
 
 
+# Rules whose evidence is an exception forward itself raises (or, for AGL104, one raised before
+# forward runs): a candidate input on which forward raises can confirm them, whereas every other
+# rule needs a forward that runs. AGL106: apply's TypeError binding forward/setup_context;
+# AGL202: "save_for_backward can only save variables"; AGL203: the read of ctx.saved_tensors is
+# seen even when forward then fails on the empty tuple; AGL104: ``F()`` warns, ``F()(x)`` raises.
+# Any other exception leaves the finding unverified (each confirmer checks what was raised).
+SHOWN_BY_A_RAISING_FORWARD: frozenset[str] = frozenset({"AGL104", "AGL106", "AGL202", "AGL203"})
+
+
 def confirm_finding(function_class: type, make_inputs: Callable[[], tuple], finding: dict) -> tuple[str, str]:
     """Runs in the child process, torch imported. ``finding`` is ``Finding.to_json()``;
     ``make_inputs()`` returns a fresh tuple of positional args for ``function_class.apply``.

@@ -4,17 +4,20 @@ Sources, in order (the first whose forward runs wins):
 1. declared: ``@example(...)`` on the class, the module's ``__autograd_lint_examples__``, and
    ``[tool.autograd-lint.dynamic.examples]`` in the config;
 2. call sites: ``Cls.apply(...)`` in the linted files and tests whose arguments are simple enough
-   to evaluate without running the surrounding code (``callsites``);
+   to evaluate without running the surrounding code, or calls of a module-level function that
+   wraps ``apply`` (``callsites``);
 3. synthesized from forward's signature (``synthesis``).
 Every source yields ``Candidate``s: a recipe of raw arguments; ``make_inputs`` turns a recipe into a
 fresh tuple of float64 tensors requiring grad on the chosen device, the same values every time.
+Candidates on which forward raises are kept too (``FailedInputs``, the first few errors): for a
+few rules (confirm.SHOWN_BY_A_RAISING_FORWARD) that exception is the evidence.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Optional
 
 import torch
@@ -41,6 +44,24 @@ class ChosenInputs:
     make_inputs: Callable[[], tuple]  # a fresh tuple for cls.apply, the same values each call
     shapes: str  # the tensors' shapes, for messages
     recipe: Callable[[], tuple]  # the raw arguments again, for another device
+    # Set when these are guessed inputs on which backward raised (no guess let it run): then
+    # backward's exception may be the guess's fault, and gradcheck is not run on them (checks.py).
+    backward_error: str = ""
+
+
+@dataclass
+class FailedInputs:
+    """A candidate on which forward raised: for some rules (a non-tensor given to
+    save_for_backward, a setup_context mismatch) that exception is the evidence."""
+
+    source: str
+    detail: str
+    make_inputs: Callable[[], tuple]
+    error: str  # "forward raised TypeError: ..."
+
+
+SOURCE_RANK = {"declared": 0, "call-site": 1, "synthesized": 2}  # most trusted first
+MAX_FAILURES_KEPT = 4  # a shape guess can fail before forward reaches the line that shows the bug
 
 
 @dataclass
@@ -48,17 +69,23 @@ class InputsOutcome:
     chosen: Optional[ChosenInputs]
     reason: str  # why nothing worked (empty when chosen)
     attempts: int
+    # Candidates on which forward raised, most trusted first, each with an error of its own;
+    # only those that outrank `chosen` (all of them when nothing was chosen).
+    failures: list[FailedInputs] = field(default_factory=list)
 
 
 def choose_inputs(cls: type, module: Any, call_site_files: list[str], config_examples: dict,
-                  module_path: str, device: str, use_declared: bool = True) -> InputsOutcome:
+                  module_path: str, device: str, use_declared: bool = True,
+                  project_root: str = "") -> InputsOutcome:
     """Try every candidate in order; keep the first whose forward runs and gives a usable output."""
     deadline = time.monotonic() + SEARCH_BUDGET_S
     first_error = ""
     attempts = 0
     fallback: Optional[ChosenInputs] = None  # forward ran, backward raised: used if nothing better
+    failures: list[FailedInputs] = []
     probe_backward = has_derivative(cls)
-    for candidate in _candidates(cls, module, call_site_files, config_examples, module_path, use_declared):
+    for candidate in _candidates(cls, module, call_site_files, config_examples, module_path, use_declared,
+                                 project_root):
         attempts += 1
         make = make_inputs_factory(candidate.recipe, device)
         error = forward_problem(cls, make)
@@ -71,32 +98,45 @@ def choose_inputs(cls: type, module: Any, call_site_files: list[str], config_exa
             # A guessed shape can suit forward but not what backward assumes (a vector where a
             # matrix was meant): then backward raises on a correct formula. Prefer a guess on
             # which backward runs; the user's own examples are taken as they are.
-            if candidate.source != "synthesized" or not probe_backward or backward_problem(cls, make) is None:
-                return InputsOutcome(chosen, "", attempts)
+            if candidate.source != "synthesized" or not probe_backward:
+                return _outcome(chosen, "", attempts, failures)
+            chosen.backward_error = backward_problem(cls, make) or ""
+            if not chosen.backward_error:
+                return _outcome(chosen, "", attempts, failures)
             fallback = fallback or chosen
             if time.monotonic() > deadline:
                 break
             continue
+        if error.startswith(FORWARD_RAISED) and len(failures) < MAX_FAILURES_KEPT \
+                and all(error != kept.error for kept in failures):
+            failures.append(FailedInputs(candidate.source, candidate.detail, make, error))
         if candidate.source != "synthesized" and not first_error:
             # What went wrong with the user's own example is worth more than the last guess.
             first_error = f"{candidate.source} example {candidate.detail}: {error}"
         elif not first_error:
-            first_error = f"last synthesized try {candidate.detail}: {error}"
+            first_error = f"first synthesized try {candidate.detail}: {error}"
         if time.monotonic() > deadline:
             return InputsOutcome(None, f"could not build inputs (search stopped after {attempts} tries; "
-                                       f"{first_error})", attempts)
+                                       f"{first_error})", attempts, failures)
     if fallback is not None:
-        return InputsOutcome(fallback, "", attempts)
+        return _outcome(fallback, "", attempts, failures)
     if attempts == 0:
         return InputsOutcome(None, "could not build inputs (forward's signature gives nothing to try)", 0)
-    return InputsOutcome(None, f"could not build inputs ({first_error})", attempts)
+    return InputsOutcome(None, f"could not build inputs ({first_error})", attempts, failures)
+
+
+def _outcome(chosen: ChosenInputs, reason: str, attempts: int, failures: list[FailedInputs]) -> InputsOutcome:
+    """Keep the failed candidates only when they are more trusted than the chosen one: the user's
+    own example raising in forward says more than a guessed shape on which forward happens to run."""
+    failures = [failed for failed in failures if SOURCE_RANK[failed.source] < SOURCE_RANK[chosen.source]]
+    return InputsOutcome(chosen, reason, attempts, failures)
 
 
 def _candidates(cls: type, module: Any, call_site_files: list[str], config_examples: dict,
-                module_path: str, use_declared: bool) -> Iterator[Candidate]:
+                module_path: str, use_declared: bool, project_root: str) -> Iterator[Candidate]:
     if use_declared:
         yield from declared_candidates(cls, module, config_examples, module_path)
-    yield from callsites.candidates(cls, module, call_site_files)
+    yield from callsites.candidates(cls, module, call_site_files, project_root)
     yield from synthesis.candidates(cls)
 
 
@@ -175,6 +215,9 @@ def materialize(spec: TensorSpec) -> torch.Tensor:
     return torch.randint(low, high, spec.shape, dtype=dtype)
 
 
+FORWARD_RAISED = "forward raised "
+
+
 def forward_problem(cls: type, make_inputs: Callable[[], tuple]) -> Optional[str]:
     """None when forward runs and its floating outputs are finite (NaN from log(-x) means the
     values are outside forward's domain: gradcheck on them would only report noise)."""
@@ -182,7 +225,7 @@ def forward_problem(cls: type, make_inputs: Callable[[], tuple]) -> Optional[str
         with torch.enable_grad():
             output = cls.apply(*make_inputs())
     except Exception as error:  # the user's forward: anything can go wrong
-        return f"forward raised {type(error).__name__}: {_first_line(error)}"
+        return f"{FORWARD_RAISED}{type(error).__name__}: {_first_line(error)}"
     floating = [value for value in flatten_outputs(output)
                 if isinstance(value, torch.Tensor) and (value.is_floating_point() or value.is_complex())]
     if not all(bool(torch.isfinite(t.detach()).all()) for t in floating):

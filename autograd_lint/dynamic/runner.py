@@ -9,8 +9,10 @@ module ``unverified`` with the reason; the other modules go on.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -21,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Protocol
 
+from autograd_lint.dynamic.dedupe import Merge, RuntimeResult, merge_explained, merged_line
 from autograd_lint.dynamic.progress import module_progress
 from autograd_lint.findings import Finding
 from autograd_lint.suppression import disabled_codes, noqa_codes
@@ -117,23 +120,47 @@ def _unparsable(result) -> bool:
 
 
 def _call_site_files(linted_files: Iterable[str], root: str) -> list[str]:
-    """Linted files and the project's tests that contain ``.apply(`` (read once, here)."""
+    """Linted files and the project's tests (read here, once or twice) that contain ``.apply(``, or
+    a call of a module-level function that wraps one (``def sparsemax(X, dim=-1): return
+    SparsemaxFunction.apply(X, dim)``): tests usually call the wrapper, not ``apply``."""
     candidates = [os.path.abspath(path) for path in linted_files]
     tests = Path(root) / "tests"
     if tests.is_dir():
         candidates += [str(path) for _, path in zip(range(MAX_TEST_FILES), tests.rglob("*.py"))]
-    found, seen = [], set()
-    for path in candidates:
-        if path in seen:
+    with_apply, others, wrappers = [], [], set()
+    for path in dict.fromkeys(candidates):
+        text = _read(path)
+        if text is None:
             continue
-        seen.add(path)
-        try:
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                if ".apply(" in handle.read():
-                    found.append(path)
-        except OSError:
-            continue
-    return found
+        if ".apply(" in text:
+            with_apply.append(path)
+            wrappers |= apply_wrappers(text)
+        else:
+            others.append(path)  # not kept in memory: a large tree would not fit
+    if not wrappers:
+        return with_apply
+    called = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, wrappers))) + r")\(")
+    return with_apply + [path for path in others if called.search(_read(path) or "")]
+
+
+def _read(path: str) -> Optional[str]:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def apply_wrappers(text: str) -> set[str]:
+    """Names of the module-level functions in ``text`` that call ``<Name>.apply(...)``."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return set()
+    return {node.name for node in tree.body
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.name.startswith("__")
+            and any(isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "apply"
+                    for call in ast.walk(node))}
 
 
 def _child_environment(scratch: str) -> dict:
@@ -245,8 +272,10 @@ def _outcome(results: list, answers: dict[str, ModuleAnswer], selection_for: Cal
             warnings.append(f"{result.path}: unverified: {answer.failure}")
         findings = [_confirmed(finding, index, answer, result) for index, finding in enumerate(result.findings)]
         if answer is not None:
-            findings += _runtime_findings(result.path, answer, selection_for(result.path))
-            functions += _function_entries(result, answer)
+            runtime = _runtime_findings(result.path, answer, selection_for(result.path))
+            findings, kept, merges = merge_explained(findings, runtime)
+            findings += kept
+            functions += _function_entries(result, answer, merges)
         updated.append(replace(result, findings=findings))
     return DynamicOutcome(updated, functions, warnings, summary_line(functions, updated))
 
@@ -262,7 +291,7 @@ def _confirmed(finding: Finding, index: int, answer: Optional[ModuleAnswer], res
     return replace(finding, confirmation="unverified", evidence=answer.failure or "not checked")
 
 
-def _runtime_findings(path: str, answer: ModuleAnswer, selection: Selection) -> list[Finding]:
+def _runtime_findings(path: str, answer: ModuleAnswer, selection: Selection) -> list[RuntimeResult]:
     lines = _lines(path)
     found = []
     for entry in answer.classes:
@@ -276,12 +305,14 @@ def _runtime_findings(path: str, answer: ModuleAnswer, selection: Selection) -> 
             if suppressed_here is not None and (not suppressed_here or any(code.startswith(c) for c in suppressed_here)):
                 continue
             inputs = entry.get("inputs") or {}
-            found.append(Finding(
+            finding = Finding(
                 path=path, line=entry["line"], column=entry["column"], code=code,
                 message=f"{entry['qualname']}: {runtime['message']}",
                 function_class=entry["name"], confirmation="confirmed",
                 evidence=f"with {inputs.get('source', '?')} inputs {inputs.get('detail', '')}".strip(),
-            ))
+            )
+            found.append(RuntimeResult(finding, runtime["message"], frozenset({entry["name"], entry["qualname"]}),
+                                       tuple(runtime.get("kinds", ()))))
     return found
 
 
@@ -293,7 +324,7 @@ def _lines(path: str) -> list[str]:
         return []
 
 
-def _function_entries(result, answer: ModuleAnswer) -> list[dict]:
+def _function_entries(result, answer: ModuleAnswer, merges: list[Merge]) -> list[dict]:
     if answer.failure and not answer.classes:
         # The module never got as far as listing its classes: count the static ones as unverified.
         return [{"path": result.path, "function_class": None, "line": None, "inputs": None,
@@ -307,6 +338,9 @@ def _function_entries(result, answer: ModuleAnswer) -> list[dict]:
             "reason": entry.get("reason") or ("" if finished else answer.failure),
             "ran": entry.get("ran", []), "skipped": entry.get("skipped", []),
             "runtime_findings": [f["code"] for f in entry.get("runtime_findings", [])],
+            # runtime findings not reported on their own: the confirmed static finding explains them
+            "merged": [merged_line(merge) for merge in merges
+                       if merge.runtime.line == entry["line"] and merge.runtime.function_class == entry["name"]],
             "inputs_seconds": entry.get("inputs_seconds"), "check_seconds": entry.get("check_seconds"),
             "seconds": entry.get("seconds"),
         })
@@ -326,8 +360,10 @@ def summary_line(functions: list[dict], results: list) -> str:
     counts = ", ".join(f"{sum(1 for f in static if f.confirmation == c)} {c}"
                        for c in ("confirmed", "not-reproduced", "unverified"))
     runtime = sum(1 for result in results for f in result.findings if f.code.startswith("AGL9"))
+    merged = sum(len(entry.get("merged", ())) for entry in functions)
+    merged_words = f" (and {merged} merged into the static findings that explain them)" if merged else ""
     return (f"dynamic: {total} Function class{'es' * (total != 1)}, inputs built for {len(built)} ({rate}): "
-            f"{sources}; findings: {counts}; runtime findings (AGL9xx): {runtime}")
+            f"{sources}; findings: {counts}; runtime findings (AGL9xx): {runtime}{merged_words}")
 
 
 def write_report(path: str, outcome: DynamicOutcome) -> None:

@@ -3,6 +3,8 @@
 Each parameter is first classified (a float tensor, an index tensor, a mask, or a plain value) from
 its annotation, default and name; then a few shape plans are tried for the float tensors, each
 with values in [-1, 1) and then in [0.5, 2) (for forwards that need positive inputs: log, sqrt).
+Index tensors are 1-D over the first dimension, then a column (N, 1) for gather/scatter along
+dim 1; an ``Optional[Tensor]`` parameter is left out (None) once no tensor for it worked.
 The search stays small on purpose: gradcheck's cost grows fast with the number of elements.
 """
 
@@ -12,9 +14,12 @@ import inspect
 import itertools
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 from autograd_lint.examples import TensorSpec
+
+if TYPE_CHECKING:  # inputs imports this module
+    from autograd_lint.dynamic.inputs import Candidate
 
 FLOAT, INDEX, MASK = "float tensor", "index tensor", "mask tensor"
 MAX_VALUE_COMBINATIONS = 4
@@ -42,7 +47,8 @@ NAMED_VALUES: dict[str, tuple[Any, ...]] = {
 }
 INDEX_NAMES = frozenset({"index", "indices", "idx", "ids", "target", "targets", "label", "labels",
                          "perm", "permutation", "positions", "segment_ids", "offsets"})
-MASK_NAMES = frozenset({"mask", "attn_mask", "attention_mask", "padding_mask", "keep"})
+MASK_NAMES = frozenset({"mask", "attn_mask", "attention_mask", "padding_mask", "key_padding_mask", "keep",
+                        "valid", "valid_mask", "is_valid"})
 CALLABLE_NAMES = re.compile(r"^(fn|func|function|f|module|callback|op|layer|net|model|closure|run_function)$")
 WEIGHT_NAMES = frozenset({"weight", "weights", "kernel", "filters", "weight_t"})
 BIAS_NAMES = frozenset({"bias", "bias_t", "biases"})
@@ -57,12 +63,14 @@ class Slot:
     name: str
     kind: str  # FLOAT, INDEX, MASK, or "value"
     values: tuple[Any, ...] = ()  # alternatives for a "value" slot
+    optional: bool = False  # a tensor annotated Optional[...]: None is tried when no tensor works
 
 
 @dataclass
 class Plan:
     name: str
     shape_of: Callable[[int, str], tuple[int, ...]]  # (index among float tensors, name) -> shape
+    index_column: bool = False  # index tensors (N, 1), as gather/scatter along dim 1 need, not (N,)
 
 
 def forward_parameters(cls: type) -> Optional[list[inspect.Parameter]]:
@@ -74,7 +82,12 @@ def forward_parameters(cls: type) -> Optional[list[inspect.Parameter]]:
     except (TypeError, ValueError):
         return None
     legacy = not _is_setup_context_defined(getattr(cls, "setup_context", None))
-    return parameters[1:] if legacy and parameters else parameters
+    # With setup_context, a first parameter named ctx is the AGL106 mistake, not an input: guess
+    # for the inputs the author meant, so that apply raises the TypeError that shows the bug
+    # (a tensor guessed for `ctx` would make forward run and backward look wrong).
+    if parameters and (legacy or parameters[0].name == "ctx"):
+        return parameters[1:]
+    return parameters
 
 
 def classify(parameter: inspect.Parameter) -> Optional[list[Slot]]:
@@ -91,9 +104,10 @@ def classify(parameter: inspect.Parameter) -> Optional[list[Slot]]:
     if parameter.kind == inspect.Parameter.KEYWORD_ONLY:
         return [] if has_default else None  # apply passes positionals only
     if "tensor" in annotation:
+        optional = bool(re.search(r"\boptional\b|\bnone\b", annotation))
         if lower in INDEX_NAMES or "long" in annotation:
-            return [Slot(name, INDEX)]
-        return [Slot(name, MASK if lower in MASK_NAMES else FLOAT)]
+            return [Slot(name, INDEX, optional=optional)]
+        return [Slot(name, MASK if lower in MASK_NAMES else FLOAT, optional=optional)]
     if has_default and default is not None:
         return [Slot(name, "value", (default,))]
     if lower in NAMED_VALUES:
@@ -124,7 +138,7 @@ def _annotation_text(annotation: Any) -> str:
         else str(annotation).lower()
 
 
-def plans(float_names: list[str]) -> list[Plan]:
+def plans(float_names: list[str], has_index: bool = False) -> list[Plan]:
     """Shape plans for the float tensors, most common first; only those that fit the names."""
     names = [name.lower() for name in float_names]
     has_weight = any(name in WEIGHT_NAMES for name in names)
@@ -137,6 +151,8 @@ def plans(float_names: list[str]) -> list[Plan]:
     if has_bias:  # a bias is broadcast: same shapes would hide a wrong reduction in backward
         result.append(Plan("broadcast (3, 4) + (4,)", lambda i, n: (3, 4) if i == 0 else (4,)))
     result.append(same)
+    if has_index:  # x.gather(1, target) with target (N, 1): the target log-probability of a loss
+        result.append(Plan("same (3, 4), index column", lambda i, n: (3, 4), index_column=True))
     if len(names) > 1:
         result.append(Plan("matmul chain", lambda i, n: (3 + i, 4 + i)))
         if not has_bias:
@@ -154,8 +170,6 @@ def plans(float_names: list[str]) -> list[Plan]:
 
 
 def candidates(cls: type) -> Iterator["Candidate"]:
-    from autograd_lint.dynamic.inputs import Candidate
-
     parameters = forward_parameters(cls)
     if parameters is None:
         return
@@ -165,10 +179,20 @@ def candidates(cls: type) -> Iterator["Candidate"]:
         if classified is None:
             return  # a parameter we cannot invent (a callable, a string): give up early
         slots.extend(classified)
+    yield from _candidates_for(slots)
+    if any(slot.optional for slot in slots):
+        # Optional[Tensor] parameters left out (None), once no tensor for them worked.
+        yield from _candidates_for([Slot(slot.name, "value", (None,)) if slot.optional else slot for slot in slots])
+
+
+def _candidates_for(slots: list[Slot]) -> Iterator["Candidate"]:
+    from autograd_lint.dynamic.inputs import Candidate
+
     float_names = [slot.name for slot in slots if slot.kind == FLOAT]
+    has_index = any(slot.kind == INDEX for slot in slots)
     value_choices = list(itertools.islice(
         itertools.product(*[slot.values for slot in slots if slot.kind == "value"]), MAX_VALUE_COMBINATIONS))
-    for plan in plans(float_names) if float_names else [Plan("no float tensor", lambda i, n: ())]:
+    for plan in plans(float_names, has_index) if float_names else [Plan("no float tensor", lambda i, n: ())]:
         for values in value_choices:
             for low, high in VALUE_RANGES:
                 specs, detail = _arguments(slots, plan, values, low, high)
@@ -192,8 +216,9 @@ def _arguments(slots: list[Slot], plan: Plan, values: tuple, low: float, high: f
             # 1-D over the first dimension, values valid as a row index and as a class index.
             base = first_shape or (3, 4)
             size = base[0] if base else 3
-            arguments.append(TensorSpec((size,), dtype="int64", low=0, high=max(1, min(base or (3,)))))
-            described.append(f"{slot.name} ({size},) int64")
+            shape = (size, 1) if plan.index_column else (size,)
+            arguments.append(TensorSpec(shape, dtype="int64", low=0, high=max(1, min(base or (3,)))))
+            described.append(f"{slot.name} {shape} int64")
         elif slot.kind == MASK:
             arguments.append(TensorSpec(first_shape or (3, 4), dtype="bool"))
             described.append(f"{slot.name} mask")

@@ -21,6 +21,8 @@ import posixpath
 from pathlib import PurePath
 from typing import TYPE_CHECKING, TextIO
 
+from autograd_lint.report.text import confirmation_suffix
+
 if TYPE_CHECKING:
     from autograd_lint.findings import Finding
     from autograd_lint.report import LintRun
@@ -44,7 +46,9 @@ def annotation(finding: "Finding") -> str:
             properties.append(("endColumn", str(last_column)))
     properties.append(("title", f"{finding.code} ({finding.name})"))
     fields = ",".join(f"{name}={escape_property(value)}" for name, value in properties)
-    return f"::{COMMANDS[finding.severity]} {fields}::{escape_data(finding.message)}"
+    # With --dynamic, the confirmation and its evidence, as the text format shows them.
+    message = finding.message + confirmation_suffix(finding)
+    return f"::{COMMANDS[finding.severity]} {fields}::{escape_data(message)}"
 
 
 def escape_data(text: str) -> str:

@@ -137,7 +137,16 @@ def factory_without_dtype_device(subject: Subject) -> Result:
     (autograd's silent cast hides both after a real backward)."""
     applied = apply(subject)
     grads = output_grads(applied)
-    gradients = as_gradients(_raw_backward(applied, grads))
+    try:
+        gradients = as_gradients(_raw_backward(applied, grads))
+    except Unverifiable as failure:
+        # A float32 tensor from a factory meeting the float64 gradient in an in-place op or a
+        # scatter raises ("self (Float) and source (Double)"): the bug if the default dtype fixes it.
+        if failure.__cause__ is not None and _runs_with_default_dtype(applied, grads, torch.float64):
+            return confirmed(f"backward raised {describe_error(failure.__cause__)} with torch's default dtype "
+                             f"{_dtype_name(torch.get_default_dtype())}, and ran with float64: a factory in "
+                             f"backward ignores the inputs' dtype")
+        raise
     for index, (value, gradient) in enumerate(zip(applied.inputs, gradients)):
         if isinstance(value, torch.Tensor) and isinstance(gradient, torch.Tensor):
             if gradient.device != value.device:
@@ -163,6 +172,26 @@ def factory_without_dtype_device(subject: Subject) -> Result:
                              f"({change}): a factory in backward ignores the inputs' dtype")
     return not_reproduced("the raw gradients have the inputs' dtype and device and do not depend on "
                           "torch's default dtype")
+
+
+def _runs_with_default_dtype(applied: Applied, grads: tuple, dtype: torch.dtype) -> bool:
+    """Whether backward runs when torch's default dtype is ``dtype`` (float64 inputs: a factory
+    then makes tensors that match them)."""
+    previous = torch.get_default_dtype()
+    if previous == dtype:
+        return False
+    try:
+        torch.set_default_dtype(dtype)
+        call_backward(applied, grads)
+    except Exception:  # noqa: BLE001 - it still fails: the default dtype was not the cause
+        return False
+    finally:
+        torch.set_default_dtype(previous)
+    return True
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).replace("torch.", "")
 
 
 def _dtype(value: torch.Tensor) -> str:

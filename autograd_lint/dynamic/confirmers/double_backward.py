@@ -39,7 +39,8 @@ def double_backward_check(subject: Subject) -> Result:
     try:
         torch.autograd.gradgradcheck(function, tensors)
     except RuntimeError as error:  # GradcheckError is a RuntimeError
-        return confirmed(f"gradgradcheck failed: {describe_error(error)}")
+        # PyTorch's first line ends with a comma: the rest of the sentence is on the next line.
+        return confirmed(f"gradgradcheck failed: {describe_error(error).rstrip(',')}")
     return not_reproduced("gradgradcheck passed: second derivatives through backward are right "
                           "on this example")
 

@@ -1,0 +1,94 @@
+"""One finding per bug: a runtime failure explained by a confirmed static finding is merged into it.
+
+gradcheck (AGL901), gradgradcheck (AGL902) and the raw-backward check (AGL903) run on every
+Function ``--dynamic`` can build inputs for, so a bug that a static rule already points at shows
+up twice: ``AGL101 backward returns 1 value for 2 inputs`` on the return line, and ``AGL903
+backward returned 1 value for 2 inputs`` on the class line. The static finding says more (the
+line, the rule page, often a fix), so it is kept; once it is ``confirmed`` on this class, the
+runtime finding it explains is not reported separately but appended to its evidence. A runtime
+failure that no confirmed static finding explains (a wrong formula, a second bug) stays.
+
+Parent side: no torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Optional
+
+from autograd_lint.findings import Finding
+
+# Runtime code -> the static rules whose bug makes that check fail on the same class.
+EXPLAINED_BY: dict[str, frozenset[str]] = {
+    # backward raises (AGL102 signature, AGL205 unpacking, AGL206 missing attribute, AGL402 a
+    # float32 factory meeting float64 gradients) or returns gradients that cannot be right: None
+    # (AGL107), not scaled by grad_output (AGL108), from the wrong saved tensors (AGL204), from a
+    # saved tensor or input it changed in place (AGL302, AGL303).
+    "AGL901": frozenset({"AGL101", "AGL102", "AGL107", "AGL108", "AGL204", "AGL205", "AGL206",
+                         "AGL302", "AGL303", "AGL402"}),
+    # backward leaves autograd (.data, .detach(), numpy: AGL304, AGL305) or writes into
+    # grad_output (AGL301): the second derivative is wrong while the first is right.
+    "AGL902": frozenset({"AGL301", "AGL304", "AGL305"}),
+}
+# AGL903 reports several problems at once; each must be explained for the finding to be merged.
+AGL903_EXPLAINED_BY: dict[str, frozenset[str]] = {
+    "count": frozenset({"AGL101"}),
+    "dtype": frozenset({"AGL402"}),  # a factory without dtype= in backward
+    "device": frozenset({"AGL402"}),  # ... or without device=
+}
+
+
+@dataclass(frozen=True)
+class RuntimeResult:
+    """A runtime finding as the runner built it, with what dedupe needs to know about it."""
+
+    finding: Finding
+    detail: str  # the check's own message, without the class name the finding's message starts with
+    class_names: frozenset[str]  # the class's __name__ and __qualname__
+    kinds: tuple[str, ...] = ()  # AGL903: "count", "shape", "dtype", "device", "type"
+
+
+@dataclass(frozen=True)
+class Merge:
+    runtime: Finding
+    into: Finding  # the static finding as it was before the merge
+
+
+def merge_explained(static: list[Finding],
+                    runtime: list[RuntimeResult]) -> tuple[list[Finding], list[Finding], list[Merge]]:
+    """(static findings, with merged evidence; runtime findings still reported; the merges)."""
+    static = list(static)
+    kept: list[Finding] = []
+    merges: list[Merge] = []
+    for result in runtime:
+        index = _explaining(static, result)
+        if index is None:
+            kept.append(result.finding)
+            continue
+        merges.append(Merge(result.finding, static[index]))
+        static[index] = replace(static[index], evidence=_merged_evidence(static[index], result))
+    return static, kept, merges
+
+
+def _explaining(static: list[Finding], result: RuntimeResult) -> Optional[int]:
+    """The index of the first confirmed static finding on the same class that explains ``result``."""
+    same_class = [(index, finding) for index, finding in enumerate(static)
+                  if finding.confirmation == "confirmed" and finding.function_class in result.class_names]
+    code = result.finding.code
+    if code == "AGL903":
+        if not result.kinds:
+            return None
+        explainers = [next((index for index, finding in same_class
+                            if finding.code in AGL903_EXPLAINED_BY.get(kind, ())), None)
+                      for kind in result.kinds]
+        return None if None in explainers else min(explainers)
+    return next((index for index, finding in same_class if finding.code in EXPLAINED_BY.get(code, ())), None)
+
+
+def _merged_evidence(static: Finding, result: RuntimeResult) -> str:
+    return f"{static.evidence}; also fails {result.finding.code} (merged into this finding): {result.detail}"
+
+
+def merged_line(merge: Merge) -> str:
+    """How the per-class report (``--dynamic-report``) records a merge."""
+    return f"{merge.runtime.code} -> {merge.into.code} (line {merge.into.line})"
