@@ -11,6 +11,12 @@ off by default. Runs alternate (without, with, without, with, ...) so drift hits
 each is timed as wall time and as CPU time (user + system, worker processes included: robust
 when other work shares the machine), and the table gives the medians of the rounds.
 
+Wall and CPU times of whole flake8 runs vary by several percent from round to round on a shared
+machine, more than the plugin adds. So the plugin's own work is also timed directly: one process
+runs it over the same files the way flake8 calls it (flake8's ``ast`` tree and lines in hand),
+timing only the plugin (CPU time, its one-time import of libcst included, which flake8 pays once
+per worker); that time over the "without" runs' CPU time is the estimated ratio.
+
 A correctness check comes free: the "with" output minus its AGL lines must equal the "without"
 output, as a multiset (the plugin adds findings and changes nothing else).
 
@@ -90,6 +96,38 @@ def run_flake8(python: str, variant: str, torch_dir: Path, jobs: str, extra: lis
     return seconds, cpu_seconds, lines
 
 
+# Times the plugin alone over every file of a tree, as flake8 calls it; prints the CPU seconds.
+PLUGIN_ALONE = """
+import ast, sys, time, warnings
+from pathlib import Path
+from autograd_lint.flake8_plugin import Plugin
+warnings.simplefilter("ignore")
+spent = 0.0
+for path in sorted(Path(sys.argv[1]).rglob("*.py")):
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        tree = ast.parse("".join(lines))
+    except (SyntaxError, ValueError, UnicodeDecodeError):
+        continue  # flake8 reports E999 and does not run tree plugins
+    start = time.process_time()
+    for _ in Plugin(tree, str(path), lines).run():
+        pass
+    spent += time.process_time() - start
+print(spent)
+"""
+
+
+def plugin_alone_seconds(python: str, torch_dir: Path) -> float:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), *filter(None, [env.get("PYTHONPATH")])])
+    with tempfile.TemporaryDirectory() as scratch:
+        result = subprocess.run([python, "-c", PLUGIN_ALONE, str(torch_dir)], cwd=scratch, env=env,
+                                capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"timing the plugin alone failed: {result.stderr[-2000:]}")
+    return float(result.stdout.strip().splitlines()[-1])
+
+
 def _children_cpu_seconds() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # waited-for descendants, workers included
     return usage.ru_utime + usage.ru_stime
@@ -147,6 +185,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                 outputs.setdefault(name, lines)
                 print(f"  round {round_number}: {name:<18} {seconds:7.2f} s wall {cpu_seconds:7.2f} s CPU "
                       f"({len(lines)} findings)", flush=True)
+        plugin_seconds = plugin_alone_seconds(args.python, torch_dir)
     except RuntimeError as error:
         print(error, file=sys.stderr)
         return 1
@@ -171,6 +210,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     print(f"ratio with/without, wall (medians): {ratio:.3f}x  (per round: {', '.join(f'{r:.3f}' for r in round_ratios)}; "
           f"goal <= {GOAL:.2f}x: {'met' if ratio <= GOAL else 'NOT met'})")
     print(f"ratio with/without, CPU (medians):  {cpu_ratio:.3f}x")
+    estimated = 1 + plugin_seconds / cpu_medians["without"]
+    print(f"the plugin alone, timed over the same files: {plugin_seconds:.2f} s CPU; over flake8's "
+          f"{cpu_medians['without']:.2f} s CPU without it, an estimated ratio of {estimated:.3f}x")
     print(f"AGL findings: {len(agl_lines)}; other findings identical with and without the plugin: {same_otherwise}")
 
     if args.out:
@@ -179,6 +221,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             "cpus": os.cpu_count(), "python": platform.python_version(), "autograd_lint": version,
             "seconds": times, "median_seconds": medians, "ratio": ratio, "round_ratios": round_ratios,
             "cpu_seconds": cpu_times, "median_cpu_seconds": cpu_medians, "cpu_ratio": cpu_ratio,
+            "plugin_alone_cpu_seconds": plugin_seconds, "estimated_ratio": estimated,
             "goal": GOAL, "goal_met": ratio <= GOAL, "agl_findings": len(agl_lines),
             "other_findings_identical": same_otherwise,
         }
