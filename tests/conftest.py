@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -40,7 +42,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-def run_cli(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+def run_cli(*args: str, cwd: Path, env: dict | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
     """Run ``python -m autograd_lint ARGS`` as a user would, from ``cwd``."""
     environment = {**os.environ, **(env or {})}
     environment["PYTHONPATH"] = os.pathsep.join(
@@ -52,7 +54,7 @@ def run_cli(*args: str, cwd: Path, env: dict | None = None) -> subprocess.Comple
         env=environment,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=timeout,
     )
 
 
@@ -105,3 +107,32 @@ def write(path: Path, content: str | bytes = CLEAN_SOURCE) -> Path:
 def assert_no_traceback(result: subprocess.CompletedProcess) -> None:
     assert "Traceback" not in result.stderr, result.stderr
     assert "Traceback" not in result.stdout, result.stdout
+
+
+# --- fixture modules run under torch (tests of --dynamic, its confirmations, fixed code) ---------
+
+def load_module(path: Path, prefix: str):
+    """Import the fixture file ``path`` as a fresh module named after it."""
+    name = f"_{prefix}_{path.parent.name}_{path.name.replace('.', '_')}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def class_of(finding: dict, module) -> type:
+    """The Function class a JSON finding is about."""
+    name = finding["function_class"]
+    if name is None and finding["code"] == "AGL104":  # found at the call site: the message names it
+        name = re.match(r"(\w+)\(\)", finding["message"]).group(1)
+    return getattr(module, name)
+
+
+def function_classes(module) -> list[type]:
+    """The Function classes ``module`` defines (not those it imports)."""
+    import torch
+
+    return [value for value in vars(module).values()
+            if isinstance(value, type) and issubclass(value, torch.autograd.Function)
+            and value.__module__ == module.__name__]

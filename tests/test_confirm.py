@@ -11,7 +11,6 @@ module's ``PROBE_FINDING`` (the finding the rule would give), so it is exercised
 from __future__ import annotations
 
 import functools
-import importlib.util
 import json
 import re
 import sys
@@ -24,7 +23,7 @@ torch = pytest.importorskip("torch")
 from autograd_lint.catalogue import RULES  # noqa: E402
 from autograd_lint.dynamic.confirm import CONFIRMABLE_CODES, confirm_finding  # noqa: E402
 from autograd_lint.dynamic.inputs import declared_candidates, make_inputs_factory  # noqa: E402
-from conftest import REPO_ROOT, run_cli  # noqa: E402
+from conftest import REPO_ROOT, class_of, function_classes, load_module, run_cli  # noqa: E402
 
 FIXTURES = REPO_ROOT / "fixtures" / "dynamic" / "confirm"
 CODES = sorted(CONFIRMABLE_CODES)
@@ -46,20 +45,8 @@ def lint(path: Path) -> list[dict]:
     return _findings_by_file().get(path.name, [])
 
 
-def load(path: Path):
-    name = f"_confirm_fixture_{path.stem}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
-def class_of(finding: dict, module) -> type:
-    name = finding["function_class"]
-    if name is None and finding["code"] == "AGL104":  # found at the call site: the message names it
-        name = re.match(r"(\w+)\(\)", finding["message"]).group(1)
-    return getattr(module, name)
 
 
 def inputs_for(cls: type, module, path: Path):
@@ -68,10 +55,6 @@ def inputs_for(cls: type, module, path: Path):
     return make_inputs_factory(candidate.recipe, "cpu")
 
 
-def function_classes(module) -> list[type]:
-    return [value for value in vars(module).values()
-            if isinstance(value, type) and issubclass(value, torch.autograd.Function)
-            and value.__module__ == module.__name__]
 
 
 def assert_informative(evidence: str) -> None:
@@ -96,7 +79,7 @@ def test_the_confirmed_fixture_is_confirmed(code: str):
     path = FIXTURES / f"{code}_confirmed.py"
     findings = [f for f in lint(path) if f["code"] == code]
     assert findings, f"the static rule must flag {path.name}"
-    module = load(path)
+    module = load_module(path, "confirm_fixture")
     for finding in findings:
         cls = class_of(finding, module)
         confirmation, evidence = confirm_finding(cls, inputs_for(cls, module, path), finding)
@@ -107,7 +90,7 @@ def test_the_confirmed_fixture_is_confirmed(code: str):
 @pytest.mark.parametrize("code", CODES)
 def test_the_near_miss_is_not_reproduced(code: str):
     path = FIXTURES / f"{code}_near_miss.py"
-    module = load(path)
+    module = load_module(path, "confirm_fixture")
     findings = [f for f in lint(path) if f["code"] == code]
     if not findings:
         (cls,) = function_classes(module)
@@ -146,7 +129,7 @@ EVIDENCE = {
 @pytest.mark.parametrize("code", sorted(EVIDENCE))
 def test_the_evidence_is_pytorchs_own_words_or_the_observed_change(code: str):
     path = FIXTURES / f"{code}_confirmed.py"
-    module = load(path)
+    module = load_module(path, "confirm_fixture")
     finding = next(f for f in lint(path) if f["code"] == code)
     cls = class_of(finding, module)
     _, evidence = confirm_finding(cls, inputs_for(cls, module, path), finding)
@@ -155,7 +138,7 @@ def test_the_evidence_is_pytorchs_own_words_or_the_observed_change(code: str):
 
 def test_ctx_attribute_evidence_names_the_attribute_and_the_cycle():
     path = FIXTURES / "AGL201_confirmed.py"
-    module = load(path)
+    module = load_module(path, "confirm_fixture")
     evidence = {}
     for finding in (f for f in lint(path) if f["code"] == "AGL201"):
         cls = class_of(finding, module)
@@ -167,7 +150,7 @@ def test_ctx_attribute_evidence_names_the_attribute_and_the_cycle():
 
 def test_factory_evidence_tells_the_raw_dtype_and_the_precision_loss():
     path = FIXTURES / "AGL402_confirmed.py"
-    module = load(path)
+    module = load_module(path, "confirm_fixture")
     evidence = {}
     for finding in (f for f in lint(path) if f["code"] == "AGL402"):
         cls = class_of(finding, module)
@@ -184,7 +167,7 @@ def test_factory_evidence_tells_the_raw_dtype_and_the_precision_loss():
 
 def test_dot_data_is_confirmed_in_forward_by_the_version_counter_and_in_backward_by_gradgradcheck():
     path = FIXTURES / "AGL304_confirmed.py"
-    module = load(path)
+    module = load_module(path, "confirm_fixture")
     evidence = {}
     for finding in (f for f in lint(path) if f["code"] == "AGL304"):
         cls = class_of(finding, module)
@@ -310,7 +293,7 @@ def test_importing_confirm_does_not_import_torch():
 
 def test_a_caller_in_no_grad_mode_still_gets_a_confirmation():
     path = FIXTURES / "AGL201_confirmed.py"
-    module = load(path)
+    module = load_module(path, "confirm_fixture")
     finding = next(f for f in lint(path) if f["code"] == "AGL201")
     cls = class_of(finding, module)
     with torch.no_grad():

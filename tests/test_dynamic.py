@@ -10,12 +10,11 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT, assert_no_traceback, write
+from conftest import REPO_ROOT, assert_no_traceback, run_cli, write
 
 torch = pytest.importorskip("torch")
 
@@ -24,9 +23,7 @@ HANG_TIMEOUT = 10
 
 
 def run(*args: str, cwd: Path = REPO_ROOT, timeout: float = 600) -> subprocess.CompletedProcess:
-    environment = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    return subprocess.run([sys.executable, "-m", "autograd_lint", *args], cwd=cwd, env=environment,
-                          capture_output=True, text=True, timeout=timeout)
+    return run_cli(*args, cwd=cwd, timeout=timeout)
 
 
 @pytest.fixture(scope="module")

@@ -11,15 +11,13 @@ first backward), not the checks themselves.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, run_cli
 
 pytest.importorskip("torch")
 
@@ -57,9 +55,7 @@ EVIDENCE = {
 
 
 def run(*args: str, cwd: Path = REPO_ROOT, timeout: float = 900) -> subprocess.CompletedProcess:
-    environment = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    return subprocess.run([sys.executable, "-m", "autograd_lint", *args], cwd=cwd, env=environment,
-                          capture_output=True, text=True, timeout=timeout)
+    return run_cli(*args, cwd=cwd, timeout=timeout)
 
 
 @pytest.fixture(scope="module")

@@ -16,11 +16,9 @@ The exceptions are listed below with the reason; none is skipped silently.
 from __future__ import annotations
 
 import functools
-import importlib.util
 import inspect
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -31,7 +29,7 @@ from torch.autograd.gradcheck import GradcheckError  # noqa: E402
 
 from autograd_lint.dynamic.confirm import CONFIRMABLE_CODES, confirm_finding  # noqa: E402
 from autograd_lint.dynamic.inputs import declared_candidates, make_inputs_factory  # noqa: E402
-from conftest import REPO_ROOT, run_cli  # noqa: E402
+from conftest import REPO_ROOT, class_of, function_classes, load_module, run_cli  # noqa: E402
 
 FIXES = REPO_ROOT / "fixtures" / "fixes"
 CASES = sorted(p for p in FIXES.glob("AGL*/*.py")
@@ -115,26 +113,10 @@ def findings_of(case: Path) -> list[dict]:
     return findings
 
 
-def load(path: Path):
-    name = f"_fix_dynamic_{path.parent.name}_{path.name.replace('.', '_')}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
-def class_of(finding: dict, module) -> type:
-    name = finding["function_class"]
-    if name is None and finding["code"] == "AGL104":  # found at the call site: the message names it
-        name = re.match(r"(\w+)\(\)", finding["message"]).group(1)
-    return getattr(module, name)
 
 
-def function_classes(module) -> list[type]:
-    return [value for value in vars(module).values()
-            if isinstance(value, type) and issubclass(value, torch.autograd.Function)
-            and value.__module__ == module.__name__]
 
 
 def declared_inputs(cls: type, module) -> list:
@@ -163,7 +145,7 @@ def test_the_fix_turns_the_runtime_confirmation_into_not_reproduced(case: Path):
     findings = findings_of(case)
     if code in NOT_CONFIRMABLE:
         pytest.skip(f"{code} is not confirmable at runtime: {NOT_CONFIRMABLE[code]}")
-    original, fixed = load(case), load(_fixed(case))
+    original, fixed = load_module(case, "fix_dynamic"), load_module(_fixed(case), "fix_dynamic")
     expected_before = "not-reproduced" if case_id in ORIGINAL_NOT_REPRODUCED else "confirmed"
     expected_after = "confirmed" if case_id in FIXED_STILL_CONFIRMED else "not-reproduced"
     for finding in findings:
@@ -181,7 +163,7 @@ def test_the_fix_turns_the_runtime_confirmation_into_not_reproduced(case: Path):
 
 @pytest.mark.parametrize("case", CASES, ids=_case_id)
 def test_every_function_of_the_fixed_code_passes_gradcheck(case: Path):
-    module = load(_fixed(case))
+    module = load_module(_fixed(case), "fix_dynamic")
     classes = function_classes(module)
     assert classes
     for cls in classes:
@@ -205,7 +187,7 @@ def test_agl104_fixed_call_sites_run_and_pass_gradcheck():
     """The AGL104 fix is at the call sites: the original's warn and raise PyTorch's legacy-call
     error, the fixed ones run and give the right gradients."""
     case = FIXES / "AGL104" / "basic.py"
-    original, fixed = load(case), load(_fixed(case))
+    original, fixed = load_module(case, "fix_dynamic"), load_module(_fixed(case), "fix_dynamic")
     make_inputs = first_inputs(original.Relu, original)
     calls = _call_site_functions(original)
     assert [f.__name__ for f in calls] == ["relu", "relu_twice"]
@@ -221,7 +203,7 @@ def test_agl104_fixed_call_sites_run_and_pass_gradcheck():
 @pytest.mark.parametrize("case", [c for c in CASES if c.parent.name == "AGL501"], ids=_case_id)
 def test_agl501_fixed_tests_pass_where_the_originals_fail(case: Path):
     """AGL501's findings are the test functions' float32 gradcheck inputs: run those tests."""
-    original, fixed = load(case), load(_fixed(case))
+    original, fixed = load_module(case, "fix_dynamic"), load_module(_fixed(case), "fix_dynamic")
     tests = [f for f in _call_site_functions(original) if f.__name__.startswith("test_")]
     assert tests
     for test in tests:
