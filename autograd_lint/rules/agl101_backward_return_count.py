@@ -47,7 +47,9 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
 
 def _problem(count: int, values: list, required: int, total: int, passed: list[int]) -> Optional[str]:
     if count < required:
-        return f"but forward takes {plural(required, 'input')}: return one gradient per input, None for non-tensors"
+        # Inputs with defaults may or may not be passed (the old style does not bind them).
+        takes = f"{required} to {total} inputs" if total > required else plural(required, "input")
+        return f"but forward takes {takes}: return one gradient per input, None for non-tensors"
     if count < total and any(p > count for p in passed):
         return (f"but an .apply(...) call passes {max(passed)} arguments: "
                 f"return one gradient per argument passed, None for non-tensors")
