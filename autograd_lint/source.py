@@ -8,6 +8,7 @@ FIFOs, binary data, oversized files and undecodable bytes are all SourceErrors.
 
 from __future__ import annotations
 
+import codecs
 import io
 import os
 import re
@@ -115,6 +116,8 @@ _NO_COOKIE = "utf-8 (no PEP 263 coding cookie, so Python reads it as utf-8)"
 
 def _detect_encoding(data: bytes) -> tuple[str, str]:
     """The codec Python would use, and how it was chosen (for the error message)."""
+    if not data.startswith(codecs.BOM_UTF8) and b"coding" not in _first_two_lines(data):
+        return "utf-8", _NO_COOKIE  # nearly every file: no BOM, no cookie, no need for tokenize
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as error:
@@ -136,4 +139,10 @@ _COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*[-\w.]+")
 
 
 def _has_cookie(data: bytes) -> bool:
-    return any(_COOKIE.match(line) for line in data.splitlines()[:2])
+    return any(_COOKIE.match(line) for line in _first_two_lines(data).splitlines()[:2])
+
+
+def _first_two_lines(data: bytes) -> bytes:
+    """At least the first two lines (a line may end in "\r" alone: then more)."""
+    end = data.find(b"\n", data.find(b"\n") + 1)
+    return data if end < 0 else data[:end]
