@@ -2,8 +2,9 @@
 """How fast is autograd-lint next to its peers, measured in one run on the same machine.
 
 For each tree (default: the installed torch package; add more with --tree), every command is
-run --rounds times and the median wall time and the peak memory (the sum of the proportional
-memory of the command's whole process tree, sampled every 5 ms) are reported:
+run --rounds times, the rounds going through the commands in turn, and the median wall time and
+the peak memory (the sum of the proportional memory of the command's whole process tree, sampled
+every 5 ms) are reported:
 
 - floor: read every .py file's bytes (the least any linter must do), and `grep -r` for `Function`;
 - ruff: `ruff check --no-cache` with its default rules (the speed bar of the issue);
@@ -121,15 +122,19 @@ def bench_tree(tree: Path, rounds: int) -> dict:
         cache_dir = Path(scratch) / "cache"
         table = commands(tree, cache_dir)
         subprocess.run(table["autograd-lint warm"], cwd=REPO, capture_output=True)  # fill the cache
-        rows = {}
-        for name, command in table.items():
-            times, peaks = [], []
-            for _ in range(rounds):
+        # Rounds go through every command in turn: the machine's speed drifts (a shared host
+        # can be 1.5x slower for minutes), and interleaving lets the drift hit all alike.
+        times: dict[str, list[float]] = {name: [] for name in table}
+        peaks: dict[str, list[float]] = {name: [] for name in table}
+        for round_number in range(1, rounds + 1):
+            for name, command in table.items():
                 seconds, peak = run_measured(command, REPO)
-                times.append(seconds)
-                peaks.append(peak)
-            rows[name] = {"median_s": statistics.median(times), "runs_s": times, "peak_mb": max(peaks) / 2**20}
-            print(f"  {name:<40} {rows[name]['median_s']:8.2f} s  {rows[name]['peak_mb']:7.0f} MB", flush=True)
+                times[name].append(seconds)
+                peaks[name].append(peak)
+            print(f"  round {round_number}: " + ", ".join(f"{name} {times[name][-1]:.2f} s" for name in table),
+                  flush=True)
+        rows = {name: {"median_s": statistics.median(times[name]), "runs_s": times[name],
+                       "peak_mb": max(peaks[name]) / 2**20} for name in table}
     files = sum(1 for _ in tree.rglob("*.py"))
     size = sum(p.stat().st_size for p in tree.rglob("*.py"))
     return {"tree": str(tree), "files": files, "megabytes": size / 1e6, "rows": rows}
