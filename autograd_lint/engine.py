@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gc
 import os
+from functools import lru_cache
 from dataclasses import dataclass, replace
 from typing import Callable, Optional, Protocol, Sequence
 
@@ -116,7 +117,13 @@ class CodeSet:
 
     @classmethod
     def of(cls, selection: Selection) -> "CodeSet":
-        return cls(frozenset(code for code in RULES if selection.is_enabled(code)))
+        return _code_set_of(selection)
+
+
+@lru_cache(maxsize=64)
+def _code_set_of(selection: Selection) -> CodeSet:
+    # Asked once per file: a run over thousands of files shares one or a few selections.
+    return CodeSet(frozenset(code for code in RULES if selection.is_enabled(code)))
 
 
 # --- step 1: summaries ----------------------------------------------------------------------
