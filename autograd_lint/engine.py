@@ -53,12 +53,15 @@ def lint_paths(
     max_file_size: Optional[int] = DEFAULT_MAX_FILE_SIZE,
     jobs: int = 1,
     cache_dir: Optional[str] = None,
+    pool: Optional[WorkerPool] = None,
 ) -> list[FileResult]:
     """Lint every file (already discovered) and return one result per file, in order.
 
     ``selection_for(path)`` gives the codes enabled for that file (select/ignore/per-file-ignores).
     Unreadable, oversized or unparsable files give one AGL000 finding; nothing here raises for
     bad input. ``jobs`` worker processes share the work; ``cache_dir`` enables the cache.
+    ``pool``: workers started before the files were found (``WorkerPool.started_early``): used
+    whatever the number of files, since they are already running; closed here.
     """
     # Syntax trees are millions of small objects without reference cycles: the cyclic garbage
     # collector only slows their creation down (by half, measured on torch).
@@ -67,7 +70,11 @@ def lint_paths(
     cache = Cache.load(cache_dir) if cache_dir else None
     states = [_State(path) for path in paths]
     unread = _summaries_from_cache(states, cache)
-    pool = WorkerPool(jobs if len(unread) >= PARALLEL_THRESHOLD else 1, max_file_size, len(states))
+    if pool is not None and not unread:
+        pool.close()  # all answered by the cache (or no file at all): nothing for the workers
+        pool = None
+    if pool is None:
+        pool = WorkerPool(jobs if len(unread) >= PARALLEL_THRESHOLD else 1, max_file_size, len(states))
     try:
         _summarize(states, unread, pool, cache)
         project = _gather_project_facts(states, pool, cache)
@@ -245,8 +252,9 @@ def _lint_all(states: list[_State], selection_for: Callable[[str], Selection], p
             results[i] = _with_path(cached, state.path)
         else:
             todo.append((i, (state.path, codes)))
-    pool.balance({i: _cost(states[i]) for i, _ in todo})  # files whose facts came from the cache
-    for i, result in pool.run("lint", todo, project).items():
+    costs = {i: _cost(states[i]) for i, _ in todo}
+    pool.balance(costs)  # files whose facts came from the cache
+    for i, result in pool.run_shared_out("lint", todo, {i: sum(c) for i, c in costs.items()}, project).items():
         results[i] = result
         if cache is not None and not result.internal_errors:
             cache.put(cache.results, keys[i], _with_path(result, ""))

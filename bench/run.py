@@ -2,9 +2,9 @@
 """How fast is autograd-lint next to its peers, measured in one run on the same machine.
 
 For each tree (default: the installed torch package; add more with --tree), every command is
-run --rounds times, the rounds going through the commands in turn, and the median wall time and
-the peak memory (the sum of the proportional memory of the command's whole process tree, sampled
-every 5 ms) are reported:
+run --rounds times, the rounds going through the commands in turn, and the median wall time is
+reported; then each runs once more for its peak memory (the sum of the proportional memory of
+the command's whole process tree, sampled every 5 ms: never while timing, which it would slow):
 
 - floor: read every .py file's bytes (the least any linter must do), and `grep -r` for `Function`;
 - ruff: `ruff check --no-cache` with its default rules (the speed bar of the issue);
@@ -47,15 +47,25 @@ def torch_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-def run_measured(command: list[str], cwd: Path) -> tuple[float, int]:
-    """Wall seconds and peak memory (bytes, PSS) of the command's whole process tree."""
+def run_timed(command: list[str], cwd: Path) -> float:
+    """Wall seconds of the command, with nothing else running here meanwhile."""
     start = time.perf_counter()
+    subprocess.run(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def run_sampling_memory(command: list[str], cwd: Path) -> int:
+    """Peak memory (bytes, PSS) of the command's whole process tree, sampled every 5 ms.
+
+    Not timed: reading smaps_rollup walks each process's page tables, and on a 2-core machine
+    sampling three processes 200 times a second took a fifth of the CPU (17 s of system time in
+    a 44 s benchmark), more from a command with worker processes than from one without."""
     process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     peak = 0
     while process.poll() is None:
         peak = max(peak, _tree_rss(process.pid))
         time.sleep(0.005)
-    return time.perf_counter() - start, peak
+    return peak
 
 
 def _tree_rss(pid: int) -> int:
@@ -117,6 +127,16 @@ def _ruff():
     return str(beside) if beside.exists() else shutil.which("ruff")
 
 
+def compile_bytecode() -> None:
+    """Write the .pyc files of autograd_lint, as `pip install` does: an editable install (this
+    repository's venv) writes them on first import, except where PYTHONDONTWRITEBYTECODE is set
+    (it is on some CI machines), and then every run compiles each module again (0.15 s a process)."""
+    spec = importlib.util.find_spec("autograd_lint")
+    if spec is not None and spec.submodule_search_locations:
+        package = next(iter(spec.submodule_search_locations))
+        subprocess.run([sys.executable, "-m", "compileall", "-q", package], check=False)
+
+
 def bench_tree(tree: Path, rounds: int) -> dict:
     with tempfile.TemporaryDirectory() as scratch:
         cache_dir = Path(scratch) / "cache"
@@ -125,16 +145,14 @@ def bench_tree(tree: Path, rounds: int) -> dict:
         # Rounds go through every command in turn: the machine's speed drifts (a shared host
         # can be 1.5x slower for minutes), and interleaving lets the drift hit all alike.
         times: dict[str, list[float]] = {name: [] for name in table}
-        peaks: dict[str, list[float]] = {name: [] for name in table}
         for round_number in range(1, rounds + 1):
             for name, command in table.items():
-                seconds, peak = run_measured(command, REPO)
-                times[name].append(seconds)
-                peaks[name].append(peak)
+                times[name].append(run_timed(command, REPO))
             print(f"  round {round_number}: " + ", ".join(f"{name} {times[name][-1]:.2f} s" for name in table),
                   flush=True)
+        peaks = {name: run_sampling_memory(command, REPO) for name, command in table.items()}
         rows = {name: {"median_s": statistics.median(times[name]), "runs_s": times[name],
-                       "peak_mb": max(peaks[name]) / 2**20} for name in table}
+                       "peak_mb": peaks[name] / 2**20} for name in table}
     files = sum(1 for _ in tree.rglob("*.py"))
     size = sum(p.stat().st_size for p in tree.rglob("*.py"))
     return {"tree": str(tree), "files": files, "megabytes": size / 1e6, "rows": rows}
@@ -162,6 +180,7 @@ def main() -> int:
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
         "trees": [],
     }
+    compile_bytecode()
     for tree in args.tree or [torch_dir()]:
         print(f"{tree} ({args.rounds} rounds)", flush=True)
         results["trees"].append(bench_tree(tree.resolve(), args.rounds))

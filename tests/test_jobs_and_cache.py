@@ -86,3 +86,57 @@ def test_a_corrupt_cache_is_ignored(tmp_path: Path):
     (cache / "cache-v1.pickle").write_bytes(b"not a pickle")
     code, findings = lint(tmp_path, "--cache-dir", str(cache))
     assert code == 0 and findings == []
+
+
+def test_a_small_tree_with_early_workers_agrees_with_a_serial_run(tmp_path: Path):
+    """A directory run without a cache starts its workers before finding the files; with fewer
+    files than the parallel threshold it still uses them (and a run answered wholly from the
+    cache closes them unused)."""
+    shutil.copytree(REPO / "fixtures" / "AGL101", tmp_path / "small")
+    assert sum(1 for _ in tmp_path.rglob("*.py")) < PARALLEL_THRESHOLD
+    serial = lint(tmp_path, "--no-cache", "--jobs", "1")
+    assert serial[1]
+    assert lint(tmp_path, "--no-cache", "--jobs", "2") == serial
+    cache = tmp_path / "cache"
+    assert lint(tmp_path, "--cache-dir", str(cache), "--jobs", "2") == serial
+    assert lint(tmp_path, "--cache-dir", str(cache), "--jobs", "2") == serial
+
+
+def test_workers_start_early_only_for_a_cold_run_over_a_directory(tmp_path: Path):
+    from autograd_lint.cli import _early_pool
+
+    (tmp_path / "a.py").write_text("x = 1\n")
+    assert _early_pool([str(tmp_path / "a.py")], 2, 1000, None) is None  # files named: decide later
+    assert _early_pool([str(tmp_path)], 1, 1000, None) is None  # --jobs 1
+    cache = tmp_path / "cache"
+    lint(tmp_path, "--cache-dir", str(cache))
+    assert _early_pool([str(tmp_path)], 2, 1000, str(cache)) is None  # a cache may answer
+    pool = _early_pool([str(tmp_path)], 2, 1000, str(tmp_path / "no-cache-yet"))
+    try:
+        assert pool is not None and len(pool.executors) == 2
+    finally:
+        pool.close()
+
+
+def _whose(self, payloads, shared):
+    import os
+
+    return [(os.getpid(), payload, shared) for payload in payloads]
+
+
+def test_a_worker_that_runs_out_takes_files_from_another(monkeypatch):
+    """The lint step's sharing-out: every file is answered exactly once, and a worker whose own
+    files are done takes the lightest ones left to another (here: it owns none)."""
+    from autograd_lint.workers import FileWorker, WorkerPool
+
+    monkeypatch.setattr(FileWorker, "whose", _whose, raising=False)  # forked workers inherit it
+    pool = WorkerPool(2, None, 10)
+    try:
+        pool.owners = {index: 0 for index in range(10)}
+        answers = pool.run_shared_out("whose", [(i, f"file{i}") for i in range(10)],
+                                      {i: 30_000.0 for i in range(10)}, "the project")
+    finally:
+        pool.close()
+    assert sorted(answers) == list(range(10))
+    assert all(payload == f"file{i}" and shared == "the project" for i, (_, payload, shared) in answers.items())
+    assert len({pid for pid, _, _ in answers.values()}) == 2
