@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
-import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -63,16 +62,19 @@ class Cache:
         return cache
 
     # --- file metadata -> content hash -----------------------------------------------------
-    def known_hash(self, path: str) -> Optional[str]:
-        """The content hash recorded for ``path`` if its metadata has not changed since."""
+    def known_hash(self, path: str, info: Optional[os.stat_result] = None) -> Optional[str]:
+        """The content hash recorded for ``path`` if its metadata has not changed since.
+        ``info``: the file's ``os.stat``, when the caller has it (discovery does)."""
         entry = self.stats.get(path)
         if entry is None:
             return None
-        stamp = _stamp(path)
+        stamp = _stamp(path, info)
         return entry[1] if stamp is not None and stamp == entry[0] else None
 
-    def remember_hash(self, path: str, digest: str) -> None:
-        stamp = _stamp(path)
+    def remember_hash(self, path: str, digest: str, info: Optional[os.stat_result] = None) -> None:
+        """``info``: the ``os.stat`` taken before the file was read, if any (then a change made
+        while it was read shows as a changed stamp next time, never as an unchanged one)."""
+        stamp = _stamp(path, info)
         if stamp is not None and self.stats.get(path) != (stamp, digest):
             self.stats[path] = (stamp, digest)
             self.dirty = True
@@ -100,6 +102,8 @@ class Cache:
                 "results": _newest(self.results),
             }
             # Write then rename: a crash or a parallel run never leaves half a cache file.
+            import tempfile  # here: a run that writes nothing does not load it
+
             handle, temporary = tempfile.mkstemp(dir=self.directory, prefix=".cache-")
             with os.fdopen(handle, "wb") as out:
                 pickle.dump(stored, out, protocol=pickle.HIGHEST_PROTOCOL)
@@ -108,11 +112,12 @@ class Cache:
             pass  # a read-only tree: run without a cache
 
 
-def _stamp(path: str) -> Optional[tuple[int, int, int]]:
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
+def _stamp(path: str, info: Optional[os.stat_result] = None) -> Optional[tuple[int, int, int]]:
+    if info is None:
+        try:
+            info = os.stat(path)
+        except OSError:
+            return None
     return (info.st_size, info.st_mtime_ns, info.st_ino)
 
 

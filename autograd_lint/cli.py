@@ -97,7 +97,7 @@ def _main(argv: list[str]) -> int:
         if not discovered.files:
             _warn(f"no Python files found under {', '.join(paths)}")
         results = _lint(discovered.files, selection_for, max_file_size, _jobs_for(args.jobs),
-                        _cache_dir(args, config), early_pool)
+                        _cache_dir(args, config), early_pool, discovered.stats)
     finally:
         if early_pool is not None:
             early_pool.close()  # lint_paths has closed it already, unless something raised
@@ -247,10 +247,11 @@ def _cli_layer(args: argparse.Namespace) -> SelectorLayer:
 
 
 def _lint(files: list[str], selection_for: PerFileSelection, max_file_size: int, jobs: int,
-          cache_dir: Optional[str], pool=None) -> list:
+          cache_dir: Optional[str], pool=None, stats: Optional[dict] = None) -> list:
     from autograd_lint.engine import lint_paths
 
-    return lint_paths(files, selection_for, max_file_size, jobs=jobs, cache_dir=cache_dir, pool=pool)
+    return lint_paths(files, selection_for, max_file_size, jobs=jobs, cache_dir=cache_dir, pool=pool,
+                      stats=stats)
 
 
 def _early_pool(paths: list[str], jobs: int, max_file_size: int, cache_dir: Optional[str]):

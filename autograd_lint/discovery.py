@@ -17,7 +17,9 @@
 
 from __future__ import annotations
 
+import fnmatch
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Iterator, Optional, Sequence
 
@@ -35,6 +37,8 @@ DEFAULT_EXCLUDE = (
 @dataclass
 class Discovered:
     files: list[str] = field(default_factory=list)
+    # path -> its os.stat, taken while finding it (the cache's stamp: no second stat per file)
+    stats: dict[str, os.stat_result] = field(default_factory=dict)
     # Directories that could not be listed (permission denied, ...): reported, not fatal.
     warnings: list[str] = field(default_factory=list)
 
@@ -44,11 +48,53 @@ def missing_paths(paths: Sequence[str]) -> list[str]:
     return [path for path in paths if not os.path.lexists(path)]
 
 
-def exclude_spec(exclude: Optional[Sequence[str]], extend_exclude: Sequence[str] = ()):
-    import pathspec
-
+def exclude_spec(exclude: Optional[Sequence[str]], extend_exclude: Sequence[str] = ()) -> "Excludes":
     patterns = DEFAULT_EXCLUDE if exclude is None else exclude
-    return pathspec.GitIgnoreSpec.from_lines([*patterns, *extend_exclude])
+    return Excludes([*patterns, *extend_exclude])
+
+
+# A pattern that is a plain name, maybe with `*` (the defaults, `*.egg-info`): it matches an entry
+# by its own name at any depth, so a walk that never enters an excluded directory only needs to
+# look at each entry's name. Anything else (a "/", "!", "?", "[", "**", a comment) goes to pathspec.
+_PLAIN_NAME = re.compile(r"[\w.*-]+")
+
+
+class Excludes:
+    """gitignore-style exclude patterns, matched by ``pathspec``; when every pattern is a plain
+    name (the default list), by name alone, without loading pathspec (matching 3,000 paths
+    against 19 patterns one by one took a third of a cached run over torch)."""
+
+    def __init__(self, patterns: Sequence[str]) -> None:
+        self.patterns = list(patterns)
+        plain = all(_PLAIN_NAME.fullmatch(p) and "**" not in p for p in self.patterns)
+        self._names: Optional[tuple[frozenset[str], Optional[re.Pattern[str]]]] = None
+        if plain:
+            wildcards = [fnmatch.translate(p) for p in self.patterns if "*" in p]
+            self._names = (frozenset(p for p in self.patterns if "*" not in p),
+                           re.compile("|".join(wildcards)) if wildcards else None)
+        self._spec = None
+
+    def name_matches(self, name: str, is_dir: bool) -> bool:
+        """Is an entry called ``name``, whose parent directories are not excluded, excluded?"""
+        if self._names is None:
+            raise ValueError("only for plain-name patterns: use match_file")
+        exact, wildcard = self._names
+        return name in exact or (wildcard is not None and wildcard.match(name) is not None)
+
+    @property
+    def by_name(self) -> bool:
+        return self._names is not None
+
+    def match_file(self, relative: str) -> bool:
+        """``relative``: "/"-separated, from the root, ending in "/" for a directory."""
+        if self._names is not None:
+            parts = relative.rstrip("/").split("/")
+            return any(self.name_matches(part, True) for part in parts if part)
+        if self._spec is None:
+            import pathspec
+
+            self._spec = pathspec.GitIgnoreSpec.from_lines(self.patterns)
+        return self._spec.match_file(relative)
 
 
 def discover(paths: Sequence[str], spec, root: str, force_exclude: bool = False) -> Discovered:
@@ -67,20 +113,18 @@ def discover(paths: Sequence[str], spec, root: str, force_exclude: bool = False)
         else:
             candidates = iter([path])
         for candidate in candidates:
-            identity = _identity(candidate)
+            try:
+                info = os.stat(candidate)
+            except OSError:
+                identity: object = candidate  # a broken link or an unreadable path: reported as named
+            else:
+                identity = (info.st_dev, info.st_ino)  # the same for every path (or link) to the file
             if identity not in seen:
                 seen.add(identity)
                 found.files.append(candidate)
+                if identity is not candidate:
+                    found.stats[candidate] = info
     return found
-
-
-def _identity(path: str) -> object:
-    """The same for every path that reaches one file (links included): its device and inode."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        return path  # a broken link or an unreadable path: the engine reports it as named
-    return (info.st_dev, info.st_ino)
 
 
 def _walk(top: str, spec, root: str, warnings: list[str]) -> Iterator[str]:
@@ -93,6 +137,12 @@ def _walk(top: str, spec, root: str, warnings: list[str]) -> Iterator[str]:
 
     # followlinks=False: a symlinked directory is listed but never entered.
     for dirpath, dirnames, filenames in os.walk(top, onerror=report, followlinks=False):
+        if spec.by_name:  # the defaults: an entry's own name decides (its parents were walked into)
+            dirnames[:] = sorted(name for name in dirnames if not spec.name_matches(name, True))
+            for name in sorted(filenames):
+                if name.endswith(".py") and not spec.name_matches(name, False):
+                    yield os.path.join(dirpath, name)
+            continue
         # Relative paths are built by joining names, not recomputed per entry (large trees).
         below_top = os.path.relpath(dirpath, top).replace(os.sep, "/")
         prefix = "".join(part + "/" for part in (top_relative, below_top) if part not in ("", "."))

@@ -54,6 +54,7 @@ def lint_paths(
     jobs: int = 1,
     cache_dir: Optional[str] = None,
     pool: Optional[WorkerPool] = None,
+    stats: Optional[dict[str, os.stat_result]] = None,
 ) -> list[FileResult]:
     """Lint every file (already discovered) and return one result per file, in order.
 
@@ -61,7 +62,8 @@ def lint_paths(
     Unreadable, oversized or unparsable files give one AGL000 finding; nothing here raises for
     bad input. ``jobs`` worker processes share the work; ``cache_dir`` enables the cache.
     ``pool``: workers started before the files were found (``WorkerPool.started_early``): used
-    whatever the number of files, since they are already running; closed here.
+    whatever the number of files, since they are already running; closed here. ``stats``: path
+    -> ``os.stat`` from discovery, the cache's stamps (else the cache stats each file itself).
     """
     # Syntax trees are millions of small objects without reference cycles: the cyclic garbage
     # collector only slows their creation down (by half, measured on torch).
@@ -69,14 +71,15 @@ def lint_paths(
     gc.disable()
     cache = Cache.load(cache_dir) if cache_dir else None
     states = [_State(path) for path in paths]
-    unread = _summaries_from_cache(states, cache)
+    stats = stats or {}
+    unread = _summaries_from_cache(states, cache, stats)
     if pool is not None and not unread:
         pool.close()  # all answered by the cache (or no file at all): nothing for the workers
         pool = None
     if pool is None:
         pool = WorkerPool(jobs if len(unread) >= PARALLEL_THRESHOLD else 1, max_file_size, len(states))
     try:
-        _summarize(states, unread, pool, cache)
+        _summarize(states, unread, pool, cache, stats)
         project = _gather_project_facts(states, pool, cache)
         results = _lint_all(states, selection_for, project, pool, cache)
     finally:
@@ -135,11 +138,11 @@ def _code_set_of(selection: Selection) -> CodeSet:
 
 # --- step 1: summaries ----------------------------------------------------------------------
 
-def _summaries_from_cache(states: list[_State], cache: Optional[Cache]) -> list[int]:
+def _summaries_from_cache(states: list[_State], cache: Optional[Cache], stats: dict) -> list[int]:
     """Fill in what the cache knows of unchanged files; return the indexes still to read."""
     unread = []
     for i, state in enumerate(states):
-        digest = cache.known_hash(state.path) if cache is not None else None
+        digest = cache.known_hash(state.path, stats.get(state.path)) if cache is not None else None
         if digest is not None and digest in cache.summaries:
             state.digest, state.summary = digest, cache.summaries[digest]  # not even read
         else:
@@ -147,14 +150,15 @@ def _summaries_from_cache(states: list[_State], cache: Optional[Cache]) -> list[
     return unread
 
 
-def _summarize(states: list[_State], unread: list[int], pool: WorkerPool, cache: Optional[Cache]) -> None:
+def _summarize(states: list[_State], unread: list[int], pool: WorkerPool, cache: Optional[Cache],
+               stats: dict) -> None:
     answers = pool.run("summarize", [(i, states[i].path) for i in unread])
     for i, answer in answers.items():
         state: _State = states[i]
         summary: Summary = answer
         state.digest, state.summary, state.error = summary.digest, summary.summary, summary.error
         if cache is not None and summary.summary is not None:
-            cache.remember_hash(state.path, summary.digest)
+            cache.remember_hash(state.path, summary.digest, stats.get(state.path))
             cache.put(cache.summaries, summary.digest, summary.summary)
 
 

@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import ast
 import gc
-import multiprocessing
 import sys
 import traceback
 import warnings
 from collections import deque
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Optional, Sequence, Union
+from typing import TYPE_CHECKING, Optional, Sequence, Union
 
 from autograd_lint.analysis.precheck import TextSummary, summarize
 from autograd_lint.analysis.project import FileFacts, ProjectFacts, facts_from_index
@@ -27,6 +25,9 @@ from autograd_lint.cache import content_hash
 from autograd_lint.findings import Finding
 from autograd_lint.fix.options import FIXABLE_CODES
 from autograd_lint.source import SourceError, read_bytes, text_of
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 
 @dataclass
@@ -234,6 +235,11 @@ class WorkerPool:
         self.local: Optional[FileWorker] = FileWorker(max_file_size) if self.jobs == 1 else None
         self.executors: list[ProcessPoolExecutor] = []
         if self.local is None:
+            # Loaded here: a run that stays in one process (a cached run, pre-commit's few
+            # files) does not pay for importing multiprocessing.
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
             context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
             self.executors = [
                 ProcessPoolExecutor(1, mp_context=context, initializer=_start_worker, initargs=(max_file_size,))
@@ -307,6 +313,8 @@ class WorkerPool:
         facts), sent to each worker once, not with every batch."""
         if self.local is not None or not tasks:
             return self.run(step, tasks, shared)
+        from concurrent.futures import FIRST_COMPLETED, wait
+
         queues: dict[int, deque] = {w: deque() for w in range(self.jobs)}
         for index, payload in sorted(tasks, key=lambda task: -costs.get(task[0], 0.0)):
             queues[self.worker_of(index)].append((index, payload))

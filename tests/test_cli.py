@@ -421,3 +421,37 @@ def test_explain_code_without_a_page(monkeypatch, tmp_path):
     monkeypatch.setattr(explain, "PAGE_DIRS", (tmp_path,))
     with pytest.raises(explain.ExplainError, match="AGL201 .* has no rule page yet"):
         explain.explain("AGL201", sys.stdout)
+
+
+def test_plain_name_excludes_match_exactly_as_pathspec_does():
+    """The default excludes are matched by name, without pathspec: same answers on every path
+    built from names near them, as files and as directories, at any depth."""
+    import itertools
+
+    import pathspec
+
+    from autograd_lint.discovery import DEFAULT_EXCLUDE, Excludes
+
+    names = ["a", "src", "build", "builds", "rebuild", "x.egg-info", "egg-info", ".egg-info", "env", ".env",
+             "env.py", "venv", ".venv", "node_modules", "__pycache__", "dist", "a.py", ".git", "git"]
+    for patterns in (list(DEFAULT_EXCLUDE), ["build", "*.egg-info"], ["*_pb2.py", "generated"]):
+        ours, theirs = Excludes(patterns), pathspec.GitIgnoreSpec.from_lines(patterns)
+        assert ours.by_name
+        for depth in (1, 2, 3):
+            for parts in itertools.product(names, repeat=depth):
+                for path in ("/".join(parts), "/".join(parts) + "/"):
+                    assert ours.match_file(path) == theirs.match_file(path), (patterns, path)
+
+
+def test_excludes_with_slashes_or_negations_go_to_pathspec(tmp_path):
+    from autograd_lint.discovery import Excludes, discover
+
+    for patterns in (["tests/fixtures"], ["build", "!build/keep.py"], ["/top.py"], ["a?c"], ["**/gen"]):
+        assert not Excludes(patterns).by_name, patterns
+    (tmp_path / "tests" / "fixtures").mkdir(parents=True)
+    (tmp_path / "tests" / "fixtures" / "f.py").write_text("x = 1\n")
+    (tmp_path / "tests" / "t.py").write_text("x = 1\n")
+    (tmp_path / "fixtures").mkdir()
+    (tmp_path / "fixtures" / "kept.py").write_text("x = 1\n")
+    found = discover([str(tmp_path)], Excludes(["tests/fixtures"]), str(tmp_path))
+    assert sorted(os.path.relpath(f, tmp_path) for f in found.files) == ["fixtures/kept.py", "tests/t.py"]
