@@ -219,9 +219,11 @@ class FileWorker:
             )
         result.findings = sorted(set(apply_suppressions(findings, module.lines, spans, honour_noqa)))
         if self.annotate_fixes and any(f.code in FIXABLE_CODES for f in result.findings):
+            from autograd_lint.analysis.module import parsed_classes
             from autograd_lint.fix.apply import annotate_text
 
-            result.findings = annotate_text(path, file.text, result.findings, tree=file.tree)
+            result.findings = annotate_text(path, file.text, result.findings, tree=file.tree,
+                                            parsed_classes=parsed_classes(module))
         return result
 
 

@@ -65,3 +65,16 @@ def test_fixers_that_look_outside_the_class_get_the_whole_module(code: str):
     assert findings
     context = FixContext(str(case), text)
     assert context.focused(findings) is context
+
+
+def test_the_focused_source_starts_at_the_first_kept_line_and_positions_are_the_files():
+    from autograd_lint.fix.context import focused_source
+
+    text = "import torch\r\n\r\ndef test():\r\n    x = 1\r\n    class F(torch.autograd.Function):\r\n        pass\r\ny = 2\r\n"
+    source, offset = focused_source(text, [(5, 6)])
+    assert offset == 3 and source == "if 1:\r\n    class F(torch.autograd.Function):\r\n        pass\r\n"
+    import libcst
+
+    context = FixContext("t.py", text, [(5, 6)])
+    (name,) = [n for n in context.positions if isinstance(n, libcst.Name) and n.value == "F"]
+    assert context.start(name) == (5, 11)  # line 5 of the file, not of the focused source

@@ -1,8 +1,14 @@
-"""``analysis.syntax.children`` reads a node's fields in libcst's visiting order instead of asking
-``node.children`` (which rebuilds the node): it must give exactly libcst's answer, node for node,
-on every node of every fixture."""
+"""Fast walkers must walk exactly as the slow ones do.
+
+``analysis.syntax.children`` reads a node's fields in libcst's visiting order instead of asking
+``node.children`` (which rebuilds the node): it must give libcst's answer, node for node, on
+every node of every fixture. ``analysis.ast_walk.walk`` must give ``ast.walk``'s nodes in
+``ast.walk``'s order, less the Load/Store/Del markers."""
 
 from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
 
 import libcst as cst
 
@@ -35,3 +41,25 @@ def test_all_nodes_walks_in_source_order():
     module = cst.parse_module("a = f(b, c=d)\n")
     names = [n.value for n in all_nodes(module) if isinstance(n, cst.Name)]
     assert names == ["a", "f", "b", "c", "d"]
+
+
+def test_the_fast_ast_walk_is_ast_walk_without_the_context_markers():
+    import ast
+
+    from autograd_lint.analysis.ast_walk import walk
+
+    torch_files = []
+    spec = importlib.util.find_spec("torch")
+    if spec is not None and spec.submodule_search_locations:
+        torch_root = Path(next(iter(spec.submodule_search_locations)))
+        torch_files = sorted(torch_root.glob("nn/**/*.py"))[:150]
+    checked = 0
+    for path in [*sorted((REPO_ROOT / "fixtures").rglob("*.py")), *torch_files]:
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError):
+            continue
+        expected = [node for node in ast.walk(tree) if not isinstance(node, ast.expr_context)]
+        assert list(walk(tree)) == expected, path
+        checked += 1
+    assert checked > 100

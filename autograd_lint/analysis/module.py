@@ -11,7 +11,7 @@ import libcst as cst
 from autograd_lint.analysis.class_model import FunctionModel, Method, build_function_model
 from autograd_lint.analysis.module_index import CallSite, ModuleIndex, ModuleSkeleton, build_module_index
 from autograd_lint.analysis.project import ProjectFacts
-from autograd_lint.analysis.snippet import Span, parse_class
+from autograd_lint.analysis.snippet import ParsedClass, Span, parse_class
 from autograd_lint.analysis.syntax import source_lines
 from autograd_lint.findings import Finding
 
@@ -65,9 +65,11 @@ class ModuleAnalysis:
 
 
 def analyse_module(path: str, text: str, tree: Optional[ast.Module], project: ProjectFacts,
-                   skeleton: Optional[ModuleSkeleton] = None, index: Optional[ModuleIndex] = None) -> ModuleAnalysis:
+                   skeleton: Optional[ModuleSkeleton] = None, index: Optional[ModuleIndex] = None,
+                   parsed: Optional[dict[tuple[int, int], ParsedClass]] = None) -> ModuleAnalysis:
     """``index``: the module's index built for ``project.function_names`` already (then ``tree``
-    is not needed)."""
+    is not needed). ``parsed``: classes libcst has parsed already, by (line, column) of their
+    ``class`` statement (see ``parsed_classes``): not parsed again."""
     if index is None:
         index = build_module_index(tree, text, project.function_names, skeleton)
     lines = source_lines(text)
@@ -75,12 +77,19 @@ def analyse_module(path: str, text: str, tree: Optional[ast.Module], project: Pr
     local_models: dict[str, FunctionModel] = {}
     for info in index.function_classes:
         try:
-            parsed = parse_class(lines, info.node)
+            known = parsed.get((info.node.lineno, info.node.col_offset)) if parsed else None
+            snippet = known if known is not None else parse_class(lines, info.node)
         except (cst.ParserSyntaxError, StopIteration):
             # libcst's own message gives positions inside the class snippet: not useful here.
             analysis.unparsed.append((info.node.lineno, info.name))
             continue
-        model = build_function_model(info, parsed, index.imports.qualify, local_models, project)
+        model = build_function_model(info, snippet, index.imports.qualify, local_models, project)
         local_models[info.name] = model
         analysis.classes.append(model)
     return analysis
+
+
+def parsed_classes(analysis: ModuleAnalysis) -> dict[tuple[int, int], ParsedClass]:
+    """The libcst trees of the analysis's Function classes, for ``analyse_module(parsed=...)``
+    (a ParsedClass is never changed once built: two models can share it)."""
+    return {(model.info.node.lineno, model.info.node.col_offset): model.parsed for model in analysis.classes}

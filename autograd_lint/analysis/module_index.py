@@ -15,6 +15,8 @@ import sys
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
+from autograd_lint.analysis.ast_walk import walk
+
 # Qualified names that make a class a Function class when they appear among its bases.
 FUNCTION_BASES = frozenset(
     {
@@ -361,7 +363,7 @@ def _collect_statement_calls(statement: ast.stmt, scope: ast.AST, collected: Mod
 
 
 def _collect_expression_calls(node: ast.AST, scope: ast.AST, collected: ModuleSkeleton) -> None:
-    for sub in ast.walk(node):
+    for sub in walk(node):
         if isinstance(sub, ast.Call):
             collected.calls.append((sub, scope))
 
@@ -475,7 +477,7 @@ def _keyword(call: ast.Call, name: str) -> Optional[ast.AST]:
 def _names_reached(node: ast.AST, index: ModuleIndex, function_defs: dict[str, ast.AST], depth: int = 0) -> set[str]:
     """Every name the checked callable refers to, following aliases and local helper functions once."""
     reached: set[str] = set()
-    for sub in ast.walk(node):
+    for sub in walk(node):
         if isinstance(sub, ast.Attribute):
             reached.add(sub.attr)  # `ops.MyFn.apply`
         if isinstance(sub, ast.Name):
@@ -586,7 +588,7 @@ def _unpacked_value(target: ast.AST, value: ast.AST, name: str) -> list[ast.AST]
 
 def _scope_nodes(scope: ast.AST):
     if not isinstance(scope, ast.Module):
-        yield from ast.walk(scope)
+        yield from walk(scope)
         return
     stack = list(scope.body)
     while stack:

@@ -14,6 +14,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
+from autograd_lint.analysis.ast_walk import walk
 from autograd_lint.analysis.module_index import FUNCTION_BASES, ModuleIndex
 
 
@@ -174,7 +175,7 @@ def _ctx_attributes_set(node: ast.ClassDef) -> Optional[set[str]]:
         if not params:
             continue
         ctx = params[0].arg
-        for sub in ast.walk(method):
+        for sub in walk(method):
             if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == ctx:
                 if isinstance(sub.ctx, ast.Store):
                     attrs.add(sub.attr)

@@ -173,18 +173,21 @@ def _lint_alone(path: str, text: str, selection) -> list[Finding]:
 
 # --- fix_available ------------------------------------------------------------------------------
 
-def annotate_text(path: str, text: str, findings: list[Finding], focus: bool = True, tree=None) -> list[Finding]:
+def annotate_text(path: str, text: str, findings: list[Finding], focus: bool = True, tree=None,
+                  parsed_classes: Optional[dict] = None) -> list[Finding]:
     """``findings`` of the file ``text`` with ``fix_available``/``fix_safe`` set where a fixer
     can fix them. Called by the engine for files with findings of fixable codes only, so the
     answer is cached with the findings and other files cost nothing more. ``focus``: libcst
     parses only the Function classes of the findings (see ``fix.context``), which gives the
     same answer as the whole module (tests/test_fix.py checks it on every fixture). ``tree``:
-    the file's ``ast``, when the caller has it."""
+    the file's ``ast``, when the caller has it; ``parsed_classes``: its Function classes as the
+    lint parsed them (``analysis.module.parsed_classes``)."""
     fixable = [f for f in findings if f.code in FIXERS]
     try:
         whole = FixContext(path, text)
         if tree is not None:
             whole.__dict__["tree"] = tree  # the cached property, filled in: not parsed again
+        whole.parsed_classes = parsed_classes
         context = whole.focused(fixable) if focus else whole
         try:
             context.module

@@ -48,10 +48,17 @@ class FixContext:
         self.focus = focus
         self.lines = source_lines(text)
         self._starts: Optional[dict[tuple[int, int], list[cst.CSTNode]]] = None
+        self._line_offset = 0  # lines of the file before the first line the libcst tree holds
+        # Function classes already parsed by the lint (ParsedClass by (line, column) of the class
+        # statement): the model reuses them rather than parse each class again.
+        self.parsed_classes: Optional[dict] = None
 
     @cached_property
     def module(self) -> cst.Module:
-        return cst.parse_module(self.text if self.focus is None else only_lines(self.text, self.focus))
+        if self.focus is None:
+            return cst.parse_module(self.text)
+        source, self._line_offset = focused_source(self.text, self.focus)
+        return cst.parse_module(source)
 
     @cached_property
     def _wrapper(self) -> MetadataWrapper:
@@ -70,17 +77,19 @@ class FixContext:
             return self
         context = FixContext(self.path, self.text, ranges)
         context.__dict__.update({k: self.__dict__[k] for k in ("tree", "analysis") if k in self.__dict__})
+        context.parsed_classes = self.parsed_classes
         return context
 
     # --- positions ------------------------------------------------------------------------
     def start(self, node: cst.CSTNode) -> tuple[int, int]:
         """(line, 1-based character column) where ``node`` starts."""
         position = self.positions[node].start
-        return position.line, position.column + 1
+        return position.line + self._line_offset, position.column + 1
 
     def span(self, node: cst.CSTNode) -> tuple[int, int, int, int]:
         code_range = self.positions[node]
-        return code_range.start.line, code_range.start.column, code_range.end.line, code_range.end.column
+        offset = self._line_offset
+        return code_range.start.line + offset, code_range.start.column, code_range.end.line + offset, code_range.end.column
 
     def node_at(self, kind: type[NodeT], line: int, column: int, byte_column: bool = False) -> Optional[NodeT]:
         """The outermost node of type ``kind`` starting at (line, 1-based column)."""
@@ -136,7 +145,7 @@ class FixContext:
         if self.tree is None:
             return None
         # The file alone: facts from other files only ever add findings, never fixes.
-        return analyse_module(self.path, self.text, self.tree, ProjectFacts())
+        return analyse_module(self.path, self.text, self.tree, ProjectFacts(), parsed=self.parsed_classes)
 
     def model(self, finding: Finding) -> Optional[FunctionModel]:
         """The Function class the finding is in (by name, and by the lines it spans)."""
@@ -171,6 +180,19 @@ def focus_of(context: FixContext, findings: list[Finding]) -> Optional[list[tupl
         node = model.info.node
         ranges.add((min([node.lineno] + [d.lineno for d in node.decorator_list]), node.end_lineno or node.lineno))
     return sorted(ranges)
+
+
+def focused_source(text: str, ranges: list[tuple[int, int]]) -> tuple[str, int]:
+    """``only_lines``, from the first kept line (or the ``if 1:`` before it) to the last: the
+    source libcst parses for a focused context, and how many lines of the file come before it.
+    The blank lines before and after would each become a libcst node (a 2,400-line test file
+    with two small Function classes: 0.2 s of parsing and positions, for nothing)."""
+    lines = source_lines(only_lines(text, ranges))
+    first = min(start for start, _ in ranges) - 1  # 0-based
+    if first >= 1 and lines[first - 1].startswith("if 1:"):
+        first -= 1
+    last = max(end for _, end in ranges)
+    return "".join(lines[first:last]), first
 
 
 def only_lines(text: str, ranges: list[tuple[int, int]]) -> str:
