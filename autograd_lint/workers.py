@@ -304,17 +304,19 @@ class WorkerPool:
         return {index: answer for w, shard in shards.items() for (index, _), answer in zip(shard, answers[w])}
 
     def run_shared_out(self, step: str, tasks: list[tuple[int, object]], costs: dict[int, float],
-                       shared: object) -> dict[int, object]:
-        """Like ``run``, for a step whose files are independent of each other (the lint): each
-        worker takes the files it owns, heaviest first, a few at a time, and a worker that runs
-        out takes the lightest files left to another, which it reads and parses again.
+                       *shared: object) -> dict[int, object]:
+        """Like ``run``, but the files are shared out as the step goes: each worker takes the
+        files it owns (or that ``balance`` gave it), heaviest first, a few at a time, and a worker
+        that runs out takes the lightest files left to another (reading and parsing them itself).
+        The worker that answers for a file owns it from then on (it keeps its syntax tree).
 
-        Estimates miss (one large test file's fix_available pass alone cost 0.2 s on torch, a
-        fifth of the step), and the step waits for its slowest worker: sharing out at the end
-        beats re-parsing a few small files. ``shared``: the step's last argument (the project
-        facts), sent to each worker once, not with every batch."""
+        Estimates miss (one large test file's fix_available pass once cost a fifth of the lint
+        step on torch; a worker still loading the parser starts late), and each step waits for
+        its slowest worker. ``costs``: file index -> estimated microseconds. ``shared``: the
+        step's last arguments (the project facts), sent to each worker once, not with every
+        batch."""
         if self.local is not None or not tasks:
-            return self.run(step, tasks, shared)
+            return self.run(step, tasks, *shared)
         from concurrent.futures import FIRST_COMPLETED, wait
 
         queues: dict[int, deque] = {w: deque() for w in range(self.jobs)}
@@ -323,7 +325,7 @@ class WorkerPool:
         left = {w: sum(costs.get(index, 0.0) for index, _ in queue) for w, queue in queues.items()}
         answers: dict[int, object] = {}
         running: dict[Future, tuple[int, list[int]]] = {}
-        told: set[int] = set()  # workers that have the shared argument
+        told: set[int] = set()  # workers that have the shared arguments
 
         def batch_for(worker: int) -> list[tuple[int, object]]:
             victim = worker if queues[worker] else max(left, key=lambda w: (left[w], -w))
@@ -351,6 +353,7 @@ class WorkerPool:
             for future in done:
                 worker, indexes = running.pop(future)
                 answers.update(zip(indexes, future.result()))
+                self.owners.update((index, worker) for index in indexes)
                 submit(worker)
         return answers
 
@@ -382,18 +385,19 @@ def _run_step(step: str, payloads: list, *extra) -> list:
     return getattr(_WORKER, step)(payloads, *extra)
 
 
-_SHARED: object = None
+_SHARED: tuple = ()
 # A batch of run_shared_out: files until their estimated cost reaches this (microseconds), so
 # that thousands of small files do not each pay a round trip.
 _BATCH_COST = 20_000.0
 _BATCHES_IN_FLIGHT = 2
 
 
-def _run_step_with_shared(step: str, payloads: list, shared: object) -> list:
+def _run_step_with_shared(step: str, payloads: list, shared: Optional[tuple]) -> list:
+    """``shared``: the step's last arguments, or None for "as in the previous batch"."""
     global _SHARED
     if shared is not None:
         _SHARED = shared
-    return getattr(_WORKER, step)(payloads, _SHARED)
+    return getattr(_WORKER, step)(payloads, *_SHARED)
 
 
 # --- messages -------------------------------------------------------------------------------

@@ -125,7 +125,7 @@ def _whose(self, payloads, shared):
 
 
 def test_a_worker_that_runs_out_takes_files_from_another(monkeypatch):
-    """The lint step's sharing-out: every file is answered exactly once, and a worker whose own
+    """Sharing out a step's files: every file is answered exactly once, and a worker whose own
     files are done takes the lightest ones left to another (here: it owns none)."""
     from autograd_lint.workers import FileWorker, WorkerPool
 
@@ -140,3 +140,6 @@ def test_a_worker_that_runs_out_takes_files_from_another(monkeypatch):
     assert sorted(answers) == list(range(10))
     assert all(payload == f"file{i}" and shared == "the project" for i, (_, payload, shared) in answers.items())
     assert len({pid for pid, _, _ in answers.values()}) == 2
+    # The worker that answered for a file owns it now (it keeps its syntax tree for the lint).
+    pid_of_worker = {pool.owners[i]: pid for i, (pid, _, _) in answers.items()}
+    assert len(pid_of_worker) == 2 and all(pid_of_worker[pool.owners[i]] == pid for i, (pid, _, _) in answers.items())
