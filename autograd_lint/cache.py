@@ -6,6 +6,9 @@ Three layers, each keyed by what its value depends on:
   a change in another file that matters invalidates it) and the effective selection of codes;
 - and, to avoid even reading unchanged files, path + size + mtime + inode -> the bytes' hash
   (the same trust ruff and make place in file metadata).
+A run over exactly the same files (paths, and the same metadata for each), with the same
+selection for each, returns the whole result of the last such run, kept in a small file of
+its own (``RunMemo``): an unchanged tree then costs the walk and one small read.
 Everything is stamped with the tool's version and the size and mtime of its own source files,
 so an upgrade (or an edit of the linter itself) starts afresh. One pickle file per
 cache directory; the directory holds a ``.gitignore`` of ``*`` so it never lands in a commit.
@@ -17,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -24,6 +28,8 @@ from autograd_lint import __version__
 
 DEFAULT_CACHE_DIR = ".autograd_lint_cache"
 _FILE_NAME = "cache-v1.pickle"
+_RUN_FILE_NAME = "runs-v1.pickle"
+_RUNS_KEPT = 4  # a few different runs over one tree (src/, tests/, the whole) each find theirs
 # Entries kept per layer: enough for very large monorepos, bounded so the file cannot grow forever.
 _MAX_ENTRIES = 200_000
 
@@ -88,28 +94,72 @@ class Cache:
     def save(self) -> None:
         if not self.dirty:
             return
-        try:
-            os.makedirs(self.directory, exist_ok=True)
-            gitignore = os.path.join(self.directory, ".gitignore")
-            if not os.path.exists(gitignore):
-                with open(gitignore, "w", encoding="utf-8") as handle:
-                    handle.write("# Created by autograd-lint.\n*\n")
-            stored = {
-                "version": _implementation_stamp(),
-                "stats": _newest(self.stats),
-                "summaries": _newest(self.summaries),
-                "facts": _newest(self.facts),
-                "results": _newest(self.results),
-            }
-            # Write then rename: a crash or a parallel run never leaves half a cache file.
-            import tempfile  # here: a run that writes nothing does not load it
+        stored = {
+            "version": _implementation_stamp(),
+            "stats": _newest(self.stats),
+            "summaries": _newest(self.summaries),
+            "facts": _newest(self.facts),
+            "results": _newest(self.results),
+        }
+        _write(self.directory, _FILE_NAME, stored)
 
-            handle, temporary = tempfile.mkstemp(dir=self.directory, prefix=".cache-")
-            with os.fdopen(handle, "wb") as out:
-                pickle.dump(stored, out, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(temporary, os.path.join(self.directory, _FILE_NAME))
-        except OSError:
-            pass  # a read-only tree: run without a cache
+
+@dataclass
+class RunMemo:
+    """The results of the last few runs, each keyed by everything a run's result depends on:
+    its files in order, their metadata (the stamps the per-file layers trust) and the codes
+    selected for each. Read before the per-file layers, which a hit never loads."""
+
+    directory: str
+    runs: dict[str, Any] = field(default_factory=dict)
+
+    @staticmethod
+    def key(entries: list[tuple]) -> str:
+        """``entries``: (path, stamp, selected codes) per file, and whatever else the results
+        depend on."""
+        return hashlib.blake2b(repr(entries).encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+    @classmethod
+    def load(cls, directory: str) -> "RunMemo":
+        memo = cls(directory)
+        try:
+            with open(os.path.join(directory, _RUN_FILE_NAME), "rb") as handle:
+                stored = pickle.load(handle)
+        except (OSError, EOFError, pickle.PickleError, AttributeError, ImportError, ValueError, TypeError):
+            return memo
+        if isinstance(stored, dict) and stored.get("version") == _implementation_stamp():
+            memo.runs = stored.get("runs", {})
+        return memo
+
+    def save(self, key: str, results: Any) -> None:
+        self.runs.pop(key, None)
+        self.runs[key] = results
+        while len(self.runs) > _RUNS_KEPT:
+            del self.runs[next(iter(self.runs))]  # the oldest
+        _write(self.directory, _RUN_FILE_NAME, {"version": _implementation_stamp(), "runs": self.runs})
+
+
+def _write(directory: str, name: str, stored: dict) -> None:
+    try:
+        os.makedirs(directory, exist_ok=True)
+        gitignore = os.path.join(directory, ".gitignore")
+        if not os.path.exists(gitignore):
+            with open(gitignore, "w", encoding="utf-8") as handle:
+                handle.write("# Created by autograd-lint.\n*\n")
+        # Write then rename: a crash or a parallel run never leaves half a cache file.
+        import tempfile  # here: a run that writes nothing does not load it
+
+        handle, temporary = tempfile.mkstemp(dir=directory, prefix=".cache-")
+        with os.fdopen(handle, "wb") as out:
+            pickle.dump(stored, out, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(temporary, os.path.join(directory, name))
+    except OSError:
+        pass  # a read-only tree: run without a cache
+
+
+def stamp(path: str, info: Optional[os.stat_result] = None) -> Optional[tuple[int, int, int]]:
+    """What the cache trusts to say a file is unchanged: its size, mtime and inode."""
+    return _stamp(path, info)
 
 
 def _stamp(path: str, info: Optional[os.stat_result] = None) -> Optional[tuple[int, int, int]]:
@@ -136,7 +186,8 @@ def _implementation_stamp() -> str:
     global _STAMP
     if _STAMP is None:
         package = os.path.dirname(os.path.abspath(__file__))
-        parts = [__version__]
+        # The Python version too: what parses (and so what is reported) depends on it.
+        parts = [__version__, sys.version]
         for directory, _, names in sorted(os.walk(package)):
             for name in sorted(names):
                 if name.endswith(".py"):

@@ -20,7 +20,7 @@ from typing import Callable, Optional, Protocol, Sequence
 
 from autograd_lint.analysis.precheck import TextSummary
 from autograd_lint.analysis.project import FileFacts, ProjectFacts
-from autograd_lint.cache import Cache
+from autograd_lint.cache import Cache, RunMemo, stamp
 from autograd_lint.catalogue import RULES
 from autograd_lint.findings import Finding
 from autograd_lint.source import DEFAULT_MAX_FILE_SIZE
@@ -65,13 +65,21 @@ def lint_paths(
     whatever the number of files, since they are already running; closed here. ``stats``: path
     -> ``os.stat`` from discovery, the cache's stamps (else the cache stats each file itself).
     """
+    stats = stats or {}
+    memo, run_key = None, ""
+    if cache_dir:
+        memo = RunMemo.load(cache_dir)
+        run_key = _run_key(paths, selection_for, max_file_size, stats)
+        if run_key in memo.runs:  # the very same run as before: its result, nothing else loaded
+            if pool is not None:
+                pool.close()
+            return _results_of(paths, memo.runs[run_key])
     # Syntax trees are millions of small objects without reference cycles: the cyclic garbage
     # collector only slows their creation down (by half, measured on torch).
     collecting = gc.isenabled()
     gc.disable()
     cache = Cache.load(cache_dir) if cache_dir else None
     states = [_State(path) for path in paths]
-    stats = stats or {}
     unread = _summaries_from_cache(states, cache, stats)
     if pool is not None and not unread:
         pool.close()  # all answered by the cache (or no file at all): nothing for the workers
@@ -88,7 +96,34 @@ def lint_paths(
             gc.enable()
     if cache is not None:
         cache.save()
+    if memo is not None and not any(result.internal_errors for result in results):
+        memo.save(run_key, _stored_results(results))
     return results
+
+
+def _run_key(paths: Sequence[str], selection_for: Callable[[str], Selection], max_file_size: Optional[int],
+             stats: dict) -> str:
+    """Everything a run's results depend on besides the files' bytes, which the stamps stand
+    for (as in the per-file layers): the files in order, and the codes selected for each."""
+    code_lists: dict[frozenset[str], str] = {}
+    entries: list[tuple] = [max_file_size]
+    for path in paths:
+        codes = CodeSet.of(selection_for(path)).codes
+        listed = code_lists.get(codes)
+        if listed is None:
+            listed = code_lists[codes] = ",".join(sorted(codes))
+        entries.append((path, stamp(path, stats.get(path)), listed))
+    return RunMemo.key(entries)
+
+
+def _stored_results(results: list[FileResult]) -> dict[int, FileResult]:
+    """Only the results that say something (most files have no finding and no Function)."""
+    return {i: result for i, result in enumerate(results)
+            if result.findings or result.function_classes or result.internal_errors}
+
+
+def _results_of(paths: Sequence[str], stored: dict[int, FileResult]) -> list[FileResult]:
+    return [stored.get(i) or FileResult(path) for i, path in enumerate(paths)]
 
 
 def lint_text(path: str, text: str, selection: Selection, project: Optional[ProjectFacts] = None,

@@ -88,6 +88,36 @@ def test_a_corrupt_cache_is_ignored(tmp_path: Path):
     assert code == 0 and findings == []
 
 
+def test_the_same_run_again_is_answered_from_the_run_memo_alone(tree: Path, tmp_path: Path):
+    """An unchanged tree linted again with the same selection gets the last run's result
+    without the per-file layers (here made unreadable); any other run reads those layers."""
+    cache = tmp_path / "cache"
+    everything = lint(tree, "--cache-dir", str(cache))
+    assert (cache / "runs-v1.pickle").exists()
+    (cache / "cache-v1.pickle").write_bytes(b"not a pickle")
+    assert lint(tree, "--cache-dir", str(cache)) == everything
+    # Another selection is another run: linted again (the broken per-file layer is ignored).
+    assert lint(tree, "--cache-dir", str(cache), "--select", "AGL1") == lint(tree, "--no-cache", "--select", "AGL1")
+    assert lint(tree, "--cache-dir", str(cache)) == everything  # the first run is still kept
+
+
+def test_a_run_memo_sees_a_changed_file_and_a_corrupt_one_is_ignored(tmp_path: Path):
+    module = tmp_path / "m.py"
+    module.write_text("import torch\n\n\nclass F(torch.autograd.Function):\n    @staticmethod\n"
+                      "    def forward(ctx, x):\n        return x\n\n    @staticmethod\n"
+                      "    def backward(ctx, g):\n        return g\n")
+    cache = tmp_path / "cache"
+
+    def codes() -> list[str]:
+        return sorted(f[3] for f in lint(tmp_path, "--cache-dir", str(cache))[1])
+
+    assert codes() == ["AGL502"]  # nothing gradchecks F
+    module.write_text(module.read_text().replace("return g", "return g, g"))
+    assert codes() == ["AGL101", "AGL502"]
+    (cache / "runs-v1.pickle").write_bytes(b"not a pickle")
+    assert codes() == ["AGL101", "AGL502"]
+
+
 def test_a_small_tree_with_early_workers_agrees_with_a_serial_run(tmp_path: Path):
     """A directory run without a cache starts its workers before finding the files; with fewer
     files than the parallel threshold it still uses them (and a run answered wholly from the
