@@ -265,7 +265,7 @@ def _early_pool(paths: list[str], jobs: int, max_file_size: int, cache_dir: Opti
         return None
     if not any(os.path.isdir(path) for path in paths):
         return None
-    return WorkerPool.started_early(jobs, max_file_size)
+    return WorkerPool.started_early(jobs, max_file_size, hashing=cache_dir is not None)
 
 
 def _run_dynamic(results: list, args: argparse.Namespace, config: Config,

@@ -85,7 +85,8 @@ def lint_paths(
         pool.close()  # all answered by the cache (or no file at all): nothing for the workers
         pool = None
     if pool is None:
-        pool = WorkerPool(jobs if len(unread) >= PARALLEL_THRESHOLD else 1, max_file_size, len(states))
+        pool = WorkerPool(jobs if len(unread) >= PARALLEL_THRESHOLD else 1, max_file_size, len(states),
+                          hashing=cache is not None)
     try:
         _summarize(states, unread, pool, cache, stats)
         project = _gather_project_facts(states, pool, cache)
@@ -131,7 +132,7 @@ def lint_text(path: str, text: str, selection: Selection, project: Optional[Proj
     """Lint one file's text on its own (the flake8 plugin's entry point). Without ``project``
     the file is its own project: facts from other files are not known. ``tree``: the file's
     ``ast``, when the caller has parsed it already (flake8 has)."""
-    worker = FileWorker(max_file_size=None, annotate_fixes=annotate_fixes)
+    worker = FileWorker(max_file_size=None, annotate_fixes=annotate_fixes, hashing=False)
     worker.add_text(path, text, tree)
     (summary,) = worker.summarize([path])
     state = _State(path, summary.digest, summary.summary, summary.error)

@@ -68,8 +68,10 @@ class _File:
 class FileWorker:
     """Does the steps for the files given to it, keeping what one step leaves for the next."""
 
-    def __init__(self, max_file_size: Optional[int], annotate_fixes: bool = True) -> None:
+    def __init__(self, max_file_size: Optional[int], annotate_fixes: bool = True, hashing: bool = True) -> None:
         self.max_file_size = max_file_size
+        # The content hash is the cache's key, and nothing else's: a run without a cache skips it.
+        self.hashing = hashing
         # Mark the findings --fix could fix (fix_available): costs a whole-file libcst parse, so
         # only for files with findings of fixable codes, and cached with the findings.
         self.annotate_fixes = annotate_fixes
@@ -134,7 +136,7 @@ class FileWorker:
             return False
         try:
             data = read_bytes(file.path, self.max_file_size)
-            file.digest = content_hash(data)
+            file.digest = content_hash(data) if self.hashing else None
             file.text = text_of(data)
         except SourceError as error:
             file.error = agl000(file.path, error.message)
@@ -232,9 +234,11 @@ class FileWorker:
 class WorkerPool:
     """Gives each file to one fixed worker for the whole run, and runs a step on all of them."""
 
-    def __init__(self, jobs: int, max_file_size: Optional[int], file_count: int) -> None:
+    def __init__(self, jobs: int, max_file_size: Optional[int], file_count: int, hashing: bool = True) -> None:
+        """``hashing``: compute each file's content hash (the cache's key; off without a cache)."""
         self.jobs = max(1, min(jobs, file_count))
-        self.local: Optional[FileWorker] = FileWorker(max_file_size) if self.jobs == 1 else None
+        self.hashing = hashing
+        self.local: Optional[FileWorker] = FileWorker(max_file_size, hashing=hashing) if self.jobs == 1 else None
         self.executors: list[ProcessPoolExecutor] = []
         if self.local is None:
             # Loaded here: a run that stays in one process (a cached run, pre-commit's few
@@ -244,18 +248,19 @@ class WorkerPool:
 
             context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
             self.executors = [
-                ProcessPoolExecutor(1, mp_context=context, initializer=_start_worker, initargs=(max_file_size,))
+                ProcessPoolExecutor(1, mp_context=context, initializer=_start_worker,
+                                    initargs=(max_file_size, hashing))
                 for _ in range(self.jobs)
             ]
         self.owners: dict[int, int] = {}  # file index -> worker, once balance() chose one
         self.load: list[tuple[float, float]] = [(0.0, 0.0)] * self.jobs  # see balance()
 
     @classmethod
-    def started_early(cls, jobs: int, max_file_size: Optional[int]) -> "WorkerPool":
+    def started_early(cls, jobs: int, max_file_size: Optional[int], hashing: bool = True) -> "WorkerPool":
         """A pool whose workers start now and load the parser and the rules (libcst's import
         alone takes 0.3 s) while this process is still finding the files: in a cold run over
         a tree, that time is otherwise spent before the first file is linted."""
-        pool = cls(jobs, max_file_size, jobs)
+        pool = cls(jobs, max_file_size, jobs, hashing)
         for executor in pool.executors:
             executor.submit(_load_the_analysis)
         return pool
@@ -367,10 +372,10 @@ _WORKER: Optional[FileWorker] = None
 _RECURSION_LIMIT = 10_000
 
 
-def _start_worker(max_file_size: Optional[int]) -> None:
+def _start_worker(max_file_size: Optional[int], hashing: bool) -> None:
     global _WORKER
     gc.disable()  # see engine.lint_paths
-    _WORKER = FileWorker(max_file_size)
+    _WORKER = FileWorker(max_file_size, hashing=hashing)
 
 
 def _load_the_analysis() -> None:

@@ -173,3 +173,15 @@ def test_a_worker_that_runs_out_takes_files_from_another(monkeypatch):
     # The worker that answered for a file owns it now (it keeps its syntax tree for the lint).
     pid_of_worker = {pool.owners[i]: pid for i, (pid, _, _) in answers.items()}
     assert len(pid_of_worker) == 2 and all(pid_of_worker[pool.owners[i]] == pid for i, (pid, _, _) in answers.items())
+
+
+def test_the_content_hash_is_computed_only_for_the_cache(tmp_path: Path):
+    from autograd_lint.cache import content_hash
+    from autograd_lint.workers import FileWorker
+
+    module = tmp_path / "m.py"
+    module.write_text("import torch\n")
+    (with_cache,) = FileWorker(None).summarize([str(module)])
+    (without,) = FileWorker(None, hashing=False).summarize([str(module)])
+    assert with_cache.digest == content_hash(module.read_bytes())
+    assert without.digest is None and without.summary == with_cache.summary
