@@ -47,11 +47,6 @@ class Cache:
     results: dict[tuple[str, str, str], Any] = field(default_factory=dict)
     dirty: bool = False
 
-    @staticmethod
-    def exists(directory: str) -> bool:
-        """Is there a cache file in ``directory`` (so a run may be answered from it)?"""
-        return os.path.isfile(os.path.join(directory, _FILE_NAME))
-
     @classmethod
     def load(cls, directory: str) -> "Cache":
         cache = cls(directory)

@@ -86,21 +86,17 @@ def _main(argv: list[str]) -> int:
     selection = Selection.from_layers([config.selector_layer(), _cli_layer(args)])
     selection_for = PerFileSelection(selection, config.per_file_ignores, config.root)
 
+    exclude = args.exclude if args.exclude is not None else config.exclude
+    spec = exclude_spec(exclude, [*config.extend_exclude, *(args.extend_exclude or [])])
+    discovered = discover(paths, spec, str(config.root), args.force_exclude or config.force_exclude)
+    for message in discovered.warnings:
+        _warn(message)
+    if not discovered.files:
+        _warn(f"no Python files found under {', '.join(paths)}")
+
     max_file_size = args.max_file_size or config.max_file_size or DEFAULT_MAX_FILE_SIZE
-    early_pool = _early_pool(paths, _jobs_for(args.jobs), max_file_size, _cache_dir(args, config))
-    try:
-        exclude = args.exclude if args.exclude is not None else config.exclude
-        spec = exclude_spec(exclude, [*config.extend_exclude, *(args.extend_exclude or [])])
-        discovered = discover(paths, spec, str(config.root), args.force_exclude or config.force_exclude)
-        for message in discovered.warnings:
-            _warn(message)
-        if not discovered.files:
-            _warn(f"no Python files found under {', '.join(paths)}")
-        results = _lint(discovered.files, selection_for, max_file_size, _jobs_for(args.jobs),
-                        _cache_dir(args, config), early_pool, discovered.stats)
-    finally:
-        if early_pool is not None:
-            early_pool.close()  # lint_paths has closed it already, unless something raised
+    results = _lint(discovered.files, selection_for, max_file_size, _jobs_for(args.jobs),
+                    _cache_dir(args, config), discovered.stats)
     fix_lines: list[str] = []
     if args.fix or args.diff:  # the fixers (and libcst) load only when asked for
         from autograd_lint.fix.apply import process as process_fixes
@@ -247,41 +243,10 @@ def _cli_layer(args: argparse.Namespace) -> SelectorLayer:
 
 
 def _lint(files: list[str], selection_for: PerFileSelection, max_file_size: int, jobs: int,
-          cache_dir: Optional[str], pool=None, stats: Optional[dict] = None) -> list:
+          cache_dir: Optional[str], stats: Optional[dict] = None) -> list:
     from autograd_lint.engine import lint_paths
 
-    return lint_paths(files, selection_for, max_file_size, jobs=jobs, cache_dir=cache_dir, pool=pool,
-                      stats=stats)
-
-
-def _early_pool(paths: list[str], jobs: int, max_file_size: int, cache_dir: Optional[str]):
-    """Worker processes started before the files are found, for a run that will likely need
-    them: a directory to walk, and no cache to answer from (a cold run). A run over named
-    files (pre-commit, editors) or with a cache decides later, by the number of files to read."""
-    from autograd_lint.cache import Cache
-    from autograd_lint.workers import WorkerPool
-
-    if jobs < 2 or (cache_dir is not None and Cache.exists(cache_dir)):
-        return None
-    if not any(os.path.isdir(path) for path in paths):
-        return None
-    return WorkerPool.started_early(jobs, max_file_size, hashing=cache_dir is not None)
-
-
-def _run_dynamic(results: list, args: argparse.Namespace, config: Config,
-                 selection_for: PerFileSelection, files: list[str]) -> tuple[list, str]:
-    from autograd_lint.dynamic.runner import DynamicError, options_from, run_dynamic, write_report
-
-    try:
-        options = options_from(args, config, _jobs_for(args.jobs))
-    except DynamicError as error:
-        raise UsageError(str(error)) from None
-    outcome = run_dynamic(results, selection_for, options, files)
-    for message in outcome.warnings:
-        _warn(f"--dynamic: {message}")
-    if args.dynamic_report:
-        write_report(args.dynamic_report, outcome)
-    return outcome.results, outcome.summary
+    return lint_paths(files, selection_for, max_file_size, jobs=jobs, cache_dir=cache_dir, stats=stats)
 
 
 def _jobs_for(value: str) -> int:

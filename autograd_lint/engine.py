@@ -53,7 +53,6 @@ def lint_paths(
     max_file_size: Optional[int] = DEFAULT_MAX_FILE_SIZE,
     jobs: int = 1,
     cache_dir: Optional[str] = None,
-    pool: Optional[WorkerPool] = None,
     stats: Optional[dict[str, os.stat_result]] = None,
 ) -> list[FileResult]:
     """Lint every file (already discovered) and return one result per file, in order.
@@ -61,9 +60,8 @@ def lint_paths(
     ``selection_for(path)`` gives the codes enabled for that file (select/ignore/per-file-ignores).
     Unreadable, oversized or unparsable files give one AGL000 finding; nothing here raises for
     bad input. ``jobs`` worker processes share the work; ``cache_dir`` enables the cache.
-    ``pool``: workers started before the files were found (``WorkerPool.started_early``): used
-    whatever the number of files, since they are already running; closed here. ``stats``: path
-    -> ``os.stat`` from discovery, the cache's stamps (else the cache stats each file itself).
+    ``stats``: path -> ``os.stat`` from discovery, the cache's stamps (else the cache stats each
+    file itself).
     """
     stats = stats or {}
     memo, run_key = None, ""
@@ -71,8 +69,6 @@ def lint_paths(
         memo = RunMemo.load(cache_dir)
         run_key = _run_key(paths, selection_for, max_file_size, stats)
         if run_key in memo.runs:  # the very same run as before: its result, nothing else loaded
-            if pool is not None:
-                pool.close()
             return _results_of(paths, memo.runs[run_key])
     # Syntax trees are millions of small objects without reference cycles: the cyclic garbage
     # collector only slows their creation down (by half, measured on torch).
@@ -81,12 +77,8 @@ def lint_paths(
     cache = Cache.load(cache_dir) if cache_dir else None
     states = [_State(path) for path in paths]
     unread = _summaries_from_cache(states, cache, stats)
-    if pool is not None and not unread:
-        pool.close()  # all answered by the cache (or no file at all): nothing for the workers
-        pool = None
-    if pool is None:
-        pool = WorkerPool(jobs if len(unread) >= PARALLEL_THRESHOLD else 1, max_file_size, len(states),
-                          hashing=cache is not None)
+    pool = WorkerPool(jobs if len(unread) >= PARALLEL_THRESHOLD else 1, max_file_size, len(states),
+                      hashing=cache is not None)
     try:
         _summarize(states, unread, pool, cache, stats)
         project = _gather_project_facts(states, pool, cache)
@@ -189,7 +181,7 @@ def _summaries_from_cache(states: list[_State], cache: Optional[Cache], stats: d
 def _summarize(states: list[_State], unread: list[int], pool: WorkerPool, cache: Optional[Cache],
                stats: dict) -> None:
     costs = {i: _summary_cost(stats.get(states[i].path)) for i in unread}
-    answers = pool.run_shared_out("summarize", [(i, states[i].path) for i in unread], costs)
+    answers = pool.summarize_while_loading([(i, states[i].path) for i in unread], costs)
     for i, answer in answers.items():
         state: _State = states[i]
         summary: Summary = answer

@@ -118,34 +118,38 @@ def test_a_run_memo_sees_a_changed_file_and_a_corrupt_one_is_ignored(tmp_path: P
     assert codes() == ["AGL101", "AGL502"]
 
 
-def test_a_small_tree_with_early_workers_agrees_with_a_serial_run(tmp_path: Path):
-    """A directory run without a cache starts its workers before finding the files; with fewer
-    files than the parallel threshold it still uses them (and a run answered wholly from the
-    cache closes them unused)."""
-    shutil.copytree(REPO / "fixtures" / "AGL101", tmp_path / "small")
-    assert sum(1 for _ in tmp_path.rglob("*.py")) < PARALLEL_THRESHOLD
-    serial = lint(tmp_path, "--no-cache", "--jobs", "1")
-    assert serial[1]
-    assert lint(tmp_path, "--no-cache", "--jobs", "2") == serial
-    cache = tmp_path / "cache"
-    assert lint(tmp_path, "--cache-dir", str(cache), "--jobs", "2") == serial
-    assert lint(tmp_path, "--cache-dir", str(cache), "--jobs", "2") == serial
+_LOADING_SCRIPT = """
+import json, sys
+from autograd_lint.workers import FileWorker, WorkerPool
+
+FileWorker.has_libcst = lambda self, payloads: ["libcst" in sys.modules for _ in payloads]
+paths = sys.argv[1:]
+before = "libcst" in sys.modules
+pool = WorkerPool(2, None, len(paths))
+try:
+    costs = {i: 5_000.0 for i in range(len(paths))}  # 4 files a batch: several batches
+    summaries = pool.summarize_while_loading(list(enumerate(paths)), costs)
+    workers = pool.run("has_libcst", [(0, "x"), (1, "y")])
+finally:
+    pool.close()
+serial = FileWorker(None).summarize(paths)
+print(json.dumps({"before": before, "after": "libcst" in sys.modules, "workers": list(workers.values()),
+                  "same": [summaries[i] for i in range(len(paths))] == serial}))
+"""
 
 
-def test_workers_start_early_only_for_a_cold_run_over_a_directory(tmp_path: Path):
-    from autograd_lint.cli import _early_pool
-
-    (tmp_path / "a.py").write_text("x = 1\n")
-    assert _early_pool([str(tmp_path / "a.py")], 2, 1000, None) is None  # files named: decide later
-    assert _early_pool([str(tmp_path)], 1, 1000, None) is None  # --jobs 1
-    cache = tmp_path / "cache"
-    lint(tmp_path, "--cache-dir", str(cache))
-    assert _early_pool([str(tmp_path)], 2, 1000, str(cache)) is None  # a cache may answer
-    pool = _early_pool([str(tmp_path)], 2, 1000, str(tmp_path / "no-cache-yet"))
-    try:
-        assert pool is not None and len(pool.executors) == 2
-    finally:
-        pool.close()
+def test_the_workers_get_the_parser_from_this_process_and_the_summaries_are_all_there(tmp_path: Path):
+    """A parallel run loads libcst once, in the main process, while a helper forked before it
+    reads the files; the workers forked after it have libcst without importing it."""
+    paths = []
+    for number in range(40):
+        path = tmp_path / f"m{number}.py"
+        path.write_text(f"import torch\nvalue = {number}\n" * (number + 1))
+        paths.append(str(path))
+    process = subprocess.run([sys.executable, "-c", _LOADING_SCRIPT, *paths], capture_output=True, text=True,
+                             timeout=120, cwd=REPO)
+    assert process.returncode == 0, process.stderr
+    assert json.loads(process.stdout) == {"before": False, "after": True, "workers": [True, True], "same": True}
 
 
 def _whose(self, payloads, shared):
