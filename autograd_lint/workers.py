@@ -267,8 +267,10 @@ class WorkerPool:
             return self.run_shared_out("summarize", tasks, costs)
         helper = self._new_executor()
         try:
+            # Small batches: those already handed to the helper's process cannot be taken back,
+            # and the step ends when the last of them does.
             sent = [(batch, helper.submit(_run_step, "summarize", [p for _, p in batch]))
-                    for batch in _batches(tasks, costs)]
+                    for batch in _batches(tasks, costs, _BATCH_COST / 4)]
             _load_the_analysis()
             left = [batch for batch, future in sent if future.cancel()]  # not started yet
             answers = _share_out_batches([helper, *self.executors], "summarize", left)
@@ -392,12 +394,12 @@ def _start_worker(max_file_size: Optional[int], hashing: bool) -> None:
     _WORKER = FileWorker(max_file_size, hashing=hashing)
 
 
-def _batches(tasks: list[tuple[int, object]], costs: dict[int, float]) -> list[list[tuple[int, object]]]:
-    """``tasks`` in order, cut into batches of about ``_BATCH_COST`` microseconds each."""
+def _batches(tasks: list[tuple[int, object]], costs: dict[int, float], size: float) -> list[list[tuple[int, object]]]:
+    """``tasks`` in order, cut into batches of about ``size`` microseconds each."""
     batches: list[list[tuple[int, object]]] = [[]]
     cost = 0.0
     for task in tasks:
-        if cost >= _BATCH_COST:
+        if cost >= size:
             batches.append([])
             cost = 0.0
         batches[-1].append(task)
