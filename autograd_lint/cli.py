@@ -249,6 +249,22 @@ def _lint(files: list[str], selection_for: PerFileSelection, max_file_size: int,
     return lint_paths(files, selection_for, max_file_size, jobs=jobs, cache_dir=cache_dir, stats=stats)
 
 
+def _run_dynamic(results: list, args: argparse.Namespace, config: Config,
+                 selection_for: PerFileSelection, files: list[str]) -> tuple[list, str]:
+    from autograd_lint.dynamic.runner import DynamicError, options_from, run_dynamic, write_report
+
+    try:
+        options = options_from(args, config, _jobs_for(args.jobs))
+    except DynamicError as error:
+        raise UsageError(str(error)) from None
+    outcome = run_dynamic(results, selection_for, options, files)
+    for message in outcome.warnings:
+        _warn(f"--dynamic: {message}")
+    if args.dynamic_report:
+        write_report(args.dynamic_report, outcome)
+    return outcome.results, outcome.summary
+
+
 def _jobs_for(value: str) -> int:
     from autograd_lint.engine import default_jobs
 
