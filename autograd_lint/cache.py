@@ -50,12 +50,8 @@ class Cache:
     @classmethod
     def load(cls, directory: str) -> "Cache":
         cache = cls(directory)
-        try:
-            with open(os.path.join(directory, _FILE_NAME), "rb") as handle:
-                stored = pickle.load(handle)
-        except (OSError, EOFError, pickle.PickleError, AttributeError, ImportError, ValueError, TypeError):
-            return cache
-        if isinstance(stored, dict) and stored.get("version") == _implementation_stamp():
+        stored = _read(directory, _FILE_NAME)
+        if stored is not None:
             cache.stats = stored.get("stats", {})
             cache.summaries = stored.get("summaries", {})
             cache.facts = stored.get("facts", {})
@@ -117,12 +113,8 @@ class RunMemo:
     @classmethod
     def load(cls, directory: str) -> "RunMemo":
         memo = cls(directory)
-        try:
-            with open(os.path.join(directory, _RUN_FILE_NAME), "rb") as handle:
-                stored = pickle.load(handle)
-        except (OSError, EOFError, pickle.PickleError, AttributeError, ImportError, ValueError, TypeError):
-            return memo
-        if isinstance(stored, dict) and stored.get("version") == _implementation_stamp():
+        stored = _read(directory, _RUN_FILE_NAME)
+        if stored is not None:
             memo.runs = stored.get("runs", {})
         return memo
 
@@ -132,6 +124,18 @@ class RunMemo:
         while len(self.runs) > _RUNS_KEPT:
             del self.runs[next(iter(self.runs))]  # the oldest
         _write(self.directory, _RUN_FILE_NAME, {"version": _implementation_stamp(), "runs": self.runs})
+
+
+def _read(directory: str, name: str) -> Optional[dict]:
+    """The stored dict, if the file is there, readable and written by this very implementation."""
+    try:
+        with open(os.path.join(directory, name), "rb") as handle:
+            stored = pickle.load(handle)
+    except (OSError, EOFError, pickle.PickleError, AttributeError, ImportError, ValueError, TypeError):
+        return None
+    if isinstance(stored, dict) and stored.get("version") == _implementation_stamp():
+        return stored
+    return None
 
 
 def _write(directory: str, name: str, stored: dict) -> None:

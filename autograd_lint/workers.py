@@ -3,9 +3,14 @@
 A file's work comes in three steps (summarise its text; gather its project facts; lint it) with
 a project-wide merge between steps 2 and 3. A ``FileWorker`` keeps each file it was given (its
 text, syntax tree and statement walk) from one step to the next, so nothing is read or parsed
-twice. ``WorkerPool`` gives every file to one fixed worker for the whole run - in this process
-for small runs, else one worker per process ("sticky" workers: the trees never travel between
-processes; only small summaries, facts and results do).
+twice. ``WorkerPool`` runs the steps in this process for small runs, else in one worker per
+process: the trees never travel between processes, only small summaries, facts and results.
+In a parallel run:
+- step 1 goes mostly to a helper process while this one loads libcst, so that the workers,
+  started after that, share the loaded parser (``summarize_while_loading``);
+- files are handed out a few at a time as each worker finishes its last ones, the heaviest
+  first, and a worker that runs out takes the lightest files left to another
+  (``run_shared_out``); the worker that parses a file keeps it for the lint.
 """
 
 from __future__ import annotations
@@ -232,12 +237,12 @@ class FileWorker:
 # --- the pool -------------------------------------------------------------------------------
 
 class WorkerPool:
-    """Gives each file to one fixed worker for the whole run, and runs a step on all of them."""
+    """Runs a step on all the files, in this process or shared out among worker processes; a
+    file stays with the worker that parsed it (which keeps its syntax tree) for the lint."""
 
     def __init__(self, jobs: int, max_file_size: Optional[int], file_count: int, hashing: bool = True) -> None:
         """``hashing``: compute each file's content hash (the cache's key; off without a cache)."""
         self.jobs = max(1, min(jobs, file_count))
-        self.hashing = hashing
         self.local: Optional[FileWorker] = FileWorker(max_file_size, hashing=hashing) if self.jobs == 1 else None
         self.executors: list[ProcessPoolExecutor] = []
         if self.local is None:
