@@ -337,8 +337,8 @@ class WorkerPool:
         The worker that answers for a file owns it from then on (it keeps its syntax tree).
 
         Estimates miss (one large test file's fix_available pass once cost a fifth of the lint
-        step on torch; a worker still loading the parser starts late), and each step waits for
-        its slowest worker. ``costs``: file index -> estimated microseconds. ``shared``: the
+        step on torch, and the machine's speed drifts), and each step waits for its slowest
+        worker. ``costs``: file index -> estimated microseconds. ``shared``: the
         step's last arguments (the project facts), sent to each worker once, not with every
         batch."""
         if self.local is not None or not tasks:
