@@ -85,7 +85,7 @@ class Method:
         class is several times faster than testing every node against a chain of classes."""
         found = self._nodes_of_cache.get(types)
         if found is None:
-            buckets = [bucket for kind, bucket in self._nodes_by_class.items() if issubclass(kind, types)]
+            buckets = [bucket for kind, bucket in self._nodes_by_class.items() if _is_subclass(kind, types)]
             if len(buckets) == 1:
                 found = [node for _, node in buckets[0]]
             else:
@@ -119,6 +119,17 @@ class Method:
 
     def span(self, node: cst.CSTNode) -> Span:
         return self.parsed.span(node)
+
+
+_SUBCLASS: dict[tuple[type, tuple[type, ...]], bool] = {}
+
+
+def _is_subclass(kind: type, types: tuple[type, ...]) -> bool:
+    """``issubclass``, remembered: through libcst's ABCMeta it costs a Python call each time."""
+    known = _SUBCLASS.get((kind, types))
+    if known is None:
+        known = _SUBCLASS[(kind, types)] = issubclass(kind, types)
+    return known
 
 
 def _position(pair: tuple[int, cst.CSTNode]) -> int:
@@ -186,9 +197,18 @@ class FunctionModel:
 
     def ctx_names(self, method: Method) -> frozenset[str]:
         """The names that refer to ctx inside ``method`` (none in a new-style forward)."""
-        if method.name == "forward" and self.style == "new":
-            return frozenset()
-        return frozenset([method.ctx_name]) if method.ctx_name else frozenset()
+        known = self._ctx_names.get(method.name)  # asked for most nodes of each method
+        if known is None or known[0] is not method:
+            if method.name == "forward" and self.style == "new":
+                names: frozenset[str] = frozenset()
+            else:
+                names = frozenset([method.ctx_name]) if method.ctx_name else frozenset()
+            known = self._ctx_names[method.name] = (method, names)
+        return known[1]
+
+    @cached_property
+    def _ctx_names(self) -> dict[str, tuple[Method, frozenset[str]]]:
+        return {}
 
     # ---- forward inputs and outputs ---------------------------------------------------------
     @cached_property
@@ -397,7 +417,8 @@ class FunctionModel:
         return result
 
     def is_saved_tensors(self, node: cst.CSTNode, method: Method) -> bool:
-        return any(is_ctx_attr(node, self.ctx_names(method), attr) for attr in SAVED_TENSORS)
+        return (type(node) is cst.Attribute and node.attr.value in SAVED_TENSORS
+                and is_ctx_attr(node, self.ctx_names(method)))
 
     # ---- tensor-ness ------------------------------------------------------------------------
     def judge(self, method: Method) -> TensorJudge:

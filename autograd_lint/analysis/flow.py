@@ -15,7 +15,7 @@ from typing import Callable, Optional, Union
 
 import libcst as cst
 
-from autograd_lint.analysis.syntax import call_keyword, children, dotted, positional_args
+from autograd_lint.analysis.syntax import call_keyword, code_children, dotted, positional_args
 
 PathElement = Union[cst.BaseSmallStatement, cst.BaseExpression, cst.FunctionDef, cst.ClassDef]
 
@@ -363,8 +363,8 @@ def _expression_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
     while stack:
         current = stack.pop()
         result.append(current)
-        if not isinstance(current, cst.Lambda):
-            stack.extend(reversed(children(current)))
+        if type(current) is not cst.Lambda:  # no subclasses
+            stack.extend(reversed(code_children(current)))
     return result
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from typing import Iterator, Optional
+from typing import Iterator, Optional, Sequence
 
 import libcst as cst
 
@@ -65,8 +65,9 @@ def has_star_arg(call: cst.Call) -> bool:
 # libcst's ``node.children`` (and its visitors) rebuild every node they pass to learn what is
 # under it: 5x slower than reading the fields, and the analysis walks each method several times.
 # ``children`` reads the fields in the order each class's ``_visit_and_replace_children`` visits
-# them, which is libcst's own source order; tests/test_syntax_children.py checks that it gives
-# exactly ``node.children`` on every node of every fixture.
+# them, which is libcst's own source order. That order is checked against ``node.children`` on
+# the first node of each class (a class that fails is asked ``node.children`` from then on), and
+# tests/test_syntax_children.py checks it on every node of every fixture.
 
 _VISITED_FIELD = re.compile(r'visit_\w+\(\s*self,\s*"(\w+)"')
 _FIELD_ORDER: dict[type, tuple[str, ...]] = {}
@@ -76,15 +77,42 @@ _IS_NODE: dict[type, bool] = {}
 _ASK_LIBCST = ("*",)  # a class whose visiting order could not be read: use node.children
 
 
-def _field_order(kind: type) -> tuple[str, ...]:
+def _field_order(node: cst.CSTNode) -> tuple[str, ...]:
+    """The fields of ``node``'s class in visiting order (``_ASK_LIBCST`` if not known), learnt
+    from the first node of the class."""
+    kind = type(node)
     order = _FIELD_ORDER.get(kind)
     if order is None:
-        try:
-            names = _VISITED_FIELD.findall(inspect.getsource(kind._visit_and_replace_children))
-        except (OSError, TypeError):  # no source to read
-            names = []
-        order = _FIELD_ORDER[kind] = tuple(dict.fromkeys(names)) or _ASK_LIBCST
+        order = _ASK_LIBCST
+        for candidate in (_fields_named_in_code, _fields_named_in_source):
+            names = candidate(kind)
+            if names is not None and _same_nodes(_children_by(names, node), node.children):
+                order = names
+                break
+        _FIELD_ORDER[kind] = order
     return order
+
+
+def _same_nodes(ours: Sequence[cst.CSTNode], libcsts: Sequence[cst.CSTNode]) -> bool:
+    return len(ours) == len(libcsts) and all(a is b for a, b in zip(ours, libcsts))
+
+
+def _fields_named_in_code(kind: type) -> Optional[tuple[str, ...]]:
+    """The strings of the visiting method's compiled code, in order: the field names it passes
+    to ``visit_required(self, "value", ...)`` and the like (100x faster than reading its source)."""
+    code = getattr(kind._visit_and_replace_children, "__code__", None)
+    if code is None:
+        return None
+    names = tuple(dict.fromkeys(c for c in code.co_consts if isinstance(c, str)))
+    fields = getattr(kind, "__dataclass_fields__", {})
+    return names if all(name in fields for name in names) else None
+
+
+def _fields_named_in_source(kind: type) -> Optional[tuple[str, ...]]:
+    try:
+        return tuple(dict.fromkeys(_VISITED_FIELD.findall(inspect.getsource(kind._visit_and_replace_children))))
+    except (OSError, TypeError):  # no source to read
+        return None
 
 
 def _is_node(value: object) -> bool:
@@ -95,11 +123,7 @@ def _is_node(value: object) -> bool:
     return known
 
 
-def children(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """``node.children``, in the same order, without rebuilding ``node``."""
-    order = _field_order(type(node))
-    if order is _ASK_LIBCST:
-        return list(node.children)
+def _children_by(order: tuple[str, ...], node: cst.CSTNode) -> list[cst.CSTNode]:
     result = []
     for name in order:
         value = getattr(node, name)
@@ -111,29 +135,85 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     return result
 
 
-_NEW_SCOPE = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+def children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """``node.children``, in the same order, without rebuilding ``node``."""
+    order = _FIELD_ORDER.get(type(node))
+    if order is None:
+        order = _field_order(node)
+    if order is _ASK_LIBCST:
+        return list(node.children)
+    return _children_by(order, node)
+
+
+# Tokens and whitespace: they hold no code, and nothing looks for them in a walk (they are read
+# through their parent's fields: ``node.operator``, ``element.comma``). Two nodes in three of a
+# method's body are such, so the walks below leave them out.
+TRIVIA = (
+    cst.BaseParenthesizableWhitespace, cst.Newline, cst.TrailingWhitespace, cst.EmptyLine, cst.Comment,
+    cst.Comma, cst.Dot, cst.Colon, cst.Semicolon, cst.AssignEqual, cst.ImportStar, cst.Asynchronous,
+    cst.LeftParen, cst.RightParen, cst.LeftSquareBracket, cst.RightSquareBracket, cst.LeftCurlyBrace,
+    cst.RightCurlyBrace, cst.BaseBinaryOp, cst.BaseBooleanOp, cst.BaseCompOp, cst.BaseUnaryOp, cst.BaseAugOp,
+)
+_HOLDS_CODE: dict[type, bool] = {}
+
+
+def _holds_code(kind: type) -> bool:
+    """Is ``kind`` a node class other than a token or whitespace?"""
+    known = _HOLDS_CODE.get(kind)
+    if known is None:
+        known = _HOLDS_CODE[kind] = issubclass(kind, cst.CSTNode) and not issubclass(kind, TRIVIA)
+    return known
+
+
+def code_children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """``children(node)`` less tokens and whitespace (``TRIVIA``), in the same order."""
+    order = _FIELD_ORDER.get(type(node))
+    if order is None:
+        order = _field_order(node)
+    if order is _ASK_LIBCST:
+        return [child for child in node.children if _holds_code(type(child))]
+    holds_code = _HOLDS_CODE  # asked for every field of every node: a local lookup, no call
+    result = []
+    for name in order:
+        value = getattr(node, name)
+        kind = type(value)
+        if kind is list or kind is tuple:
+            for item in value:
+                known = holds_code.get(type(item))
+                if known or (known is None and _holds_code(type(item))):
+                    result.append(item)
+        else:
+            known = holds_code.get(kind)
+            if known or (known is None and _holds_code(kind)):
+                result.append(value)
+    return result
+
+
+_NEW_SCOPE = (cst.FunctionDef, cst.Lambda, cst.ClassDef)  # no subclasses in libcst: compared by type
 
 
 def own_nodes(function: cst.FunctionDef) -> list[cst.CSTNode]:
     """Every node in ``function``'s body in source order, nested scopes excluded (their own
-    node is kept): a ``return`` in a helper defined inside backward is not backward's return."""
+    node is kept): a ``return`` in a helper defined inside backward is not backward's return.
+    Tokens and whitespace are left out (``TRIVIA``)."""
     nodes = []
     stack: list[cst.CSTNode] = [function.body]
     while stack:
         current = stack.pop()
         nodes.append(current)
-        if not isinstance(current, _NEW_SCOPE):
-            stack.extend(reversed(children(current)))
+        if type(current) not in _NEW_SCOPE:
+            stack.extend(reversed(code_children(current)))
     return nodes
 
 
 def all_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """Every node under ``node`` (nested scopes included), in source order."""
+    """Every node under ``node`` (nested scopes included), in source order, less tokens and
+    whitespace (``TRIVIA``) under it."""
     stack = [node]
     while stack:
         current = stack.pop()
         yield current
-        stack.extend(reversed(children(current)))
+        stack.extend(reversed(code_children(current)))
 
 
 def names_read(node: cst.CSTNode) -> set[str]:
@@ -151,10 +231,8 @@ def names_read(node: cst.CSTNode) -> set[str]:
             continue
         if isinstance(current, cst.Name):
             result.add(current.value)
-        stack.extend(children(current))
+        stack.extend(code_children(current))
     return result
-
-
 
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")

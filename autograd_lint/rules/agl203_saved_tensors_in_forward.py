@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
+import libcst as cst
+
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.findings import Finding
 
@@ -15,7 +17,7 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
         for method in model.forward_methods:
             if method.inherited:
                 continue
-            for node in method.nodes:
+            for node in method.nodes_of(cst.Attribute):
                 if model.is_saved_tensors(node, method):
                     yield module.at(
                         CODE, model, method, node,

@@ -8,7 +8,7 @@ import libcst as cst
 
 from autograd_lint.analysis.class_model import FunctionModel, Method
 from autograd_lint.analysis.module import ModuleAnalysis
-from autograd_lint.analysis.syntax import all_nodes, children, dotted, is_ctx_attr, last_name, names_read
+from autograd_lint.analysis.syntax import all_nodes, code_children, dotted, is_ctx_attr, last_name, names_read
 from autograd_lint.analysis.tensorness import T
 from autograd_lint.findings import Finding
 
@@ -80,7 +80,7 @@ def _unguarded_costly_nodes(backward: Method, model: FunctionModel, guard_names:
             guarded = True
         if not guarded and _is_costly(node, model):
             found.append(node)
-        for child in children(node):
+        for child in code_children(node):
             visit(child, guarded)
 
     visit(backward.node.body, False)
