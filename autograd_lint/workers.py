@@ -118,7 +118,8 @@ class FileWorker:
                 results.append(file.error)
                 continue
             file.skeleton = collect_skeleton(file.tree, file.text)
-            results.append(facts_from_index(build_module_index(file.tree, file.text, skeleton=file.skeleton)))
+            results.append(facts_from_index(build_module_index(file.tree, file.text, skeleton=file.skeleton,
+                                                               instantiations=False)))
             if final_names is not None:
                 index = build_module_index(file.tree, file.text, final_names, file.skeleton)
                 if not index.function_classes:

@@ -4,8 +4,7 @@ handles by construction are pinned here."""
 
 from __future__ import annotations
 
-from autograd_lint.analysis.module_index import imported_words
-from autograd_lint.analysis.precheck import summarize
+from autograd_lint.analysis.precheck import imported_words, summarize
 
 
 def test_class_bases_only_from_class_statements():

@@ -10,10 +10,10 @@ second pass over the text.
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 from typing import AbstractSet, Iterator
 
-from autograd_lint.analysis.module_index import imported_words
 
 # Class statements with their bases (which may span lines: [^)] matches newlines).
 # `class X(<bases>)`; the literal first, so the regex engine can skip ahead to each `class`
@@ -122,3 +122,32 @@ def _applied_names(text: str) -> frozenset[str]:
         if name:
             names.add(name.group(1))
     return frozenset(names)
+
+
+# The standard library's top-level modules (Python 3.10+; before that, none are skipped).
+_STANDARD_LIBRARY = frozenset(getattr(sys, "stdlib_module_names", ())) | {"__future__"}
+_IMPORT = re.compile(r"import")
+
+
+def imported_words(text: str) -> set[str]:
+    """Every word of the import statements (the names a module can use from other modules),
+    except those imported from the standard library, which cannot hold a project's Function
+    class (``from typing import Type`` must not make a file a user of a Function named Type).
+
+    Searching the literal ``import`` and looking around it is 4x faster than a line-anchored
+    regex; a few non-import lines that start with `import...` words only add words."""
+    statements = []
+    for match in _IMPORT.finditer(text):
+        start = text.rfind("\n", 0, match.start()) + 1
+        head = text[start : match.start()].lstrip(" \t")
+        if head and not head.startswith("from "):
+            continue
+        if head and head[5:].strip().split(".")[0] in _STANDARD_LIBRARY:
+            continue  # `from typing import Type`: no Function class of the project comes from there
+        end = text.find("\n", match.start())
+        end = len(text) if end < 0 else end
+        if "(" in text[match.start() : end] and ")" not in text[match.start() : end]:
+            close = text.find(")", end)  # `from m import (\n a,\n b,\n)`
+            end = len(text) if close < 0 else close
+        statements.append(text[start:end])
+    return set(_WORD.findall("\n".join(statements)))

@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import ast
 import os
-from typing import Any, Callable, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 import torch
+
+if TYPE_CHECKING:  # imported where it is used: inputs imports this module
+    from autograd_lint.dynamic.inputs import Candidate
 
 MAX_CALL_SITES = 5
 MAX_DEPTH = 6  # local names resolved through at most this many assignments

@@ -158,7 +158,7 @@ def raw_backward_problems(cls: type, make_inputs: Callable[[], tuple],
     try:
         with torch.no_grad():
             result = node.apply(*grads)
-    except Exception as error:  # the user's backward failed: gradcheck reports it (AGL901)
+    except Exception:  # the user's backward failed: gradcheck reports it (AGL901)
         return [], False
     returned = result if isinstance(result, tuple) else (result,)
     problems: list[tuple[str, str]] = []

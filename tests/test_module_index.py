@@ -1,0 +1,65 @@
+"""The module index (``analysis.module_index``): the cheap ``ast`` pass over a whole module.
+
+Its walk goes only where the text says something of interest is, and its regexes are written
+for speed, so what a plainer walk or pattern finds by construction is pinned here."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from autograd_lint.analysis.module_index import _structure_lines, build_module_index
+from conftest import REPO_ROOT
+
+MODULE = '''\
+import torch
+from ops import Scale as S
+
+
+class Local(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x
+
+
+def helper(x, flag):
+    if flag:
+        for _ in range(2):
+            try:
+                y = Local()(x)
+            finally:
+                pass
+    return S()(x) + Local.apply(x) + NotAFunction()(x)
+
+
+class NotAFunction:
+    pass
+'''
+
+
+def test_calls_of_function_classes_are_found_inside_nested_blocks():
+    tree = ast.parse(MODULE)
+    index = build_module_index(tree, MODULE, frozenset({"Scale", "Local"}))
+    assert sorted((name, site.line, site.column) for name, site in index.instantiations) == [
+        ("Local", 15, 21), ("S", 18, 12)]
+    assert index.apply_arg_counts == {"Local": [1]}
+    # Without the project's names, only the file's own Function classes are known.
+    alone = build_module_index(tree, MODULE)
+    assert [name for name, _ in alone.instantiations] == ["Local"]
+    # What the project facts read is there without the search for calls.
+    facts_only = build_module_index(tree, MODULE, instantiations=False)
+    assert facts_only.apply_arg_counts == {"Local": [1]} and facts_only.apply_lines == {"Local": [18]}
+
+
+def test_structure_lines_are_those_a_line_anchored_pattern_finds():
+    anchored = re.compile(r"^[ \t]*(?:class|import|from)[ \t]", re.M)
+
+    def expected(text: str) -> set[int]:
+        return {text.count("\n", 0, match.start()) + 1 for match in anchored.finditer(text)}
+
+    texts = ["class A: pass\nimport x\n\n  from y import z\n", "\nclass B:\n", "", "import",
+             "x\nfrom\tq import r", "\tclass C:\n    pass\nclassy = 1\n"]
+    texts += [path.read_text(encoding="utf-8", errors="replace")
+              for path in sorted((REPO_ROOT / "fixtures").rglob("*.py"))]
+    for text in texts:
+        assert _structure_lines(text) == expected(text), text[:80]
