@@ -12,7 +12,6 @@ import argparse
 import os
 import sys
 import time
-import traceback
 from pathlib import Path
 from typing import Optional, Sequence, TextIO
 
@@ -58,6 +57,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 130
     except Exception:  # a bug in autograd-lint itself, not bad input: show where
         _error("internal error (a bug in autograd-lint; please report it with this output):")
+        import traceback
+
         traceback.print_exc()
         return EXIT_ERROR
 

@@ -7,7 +7,6 @@ Unknown keys are warnings (a typo should not break CI); a value of the wrong typ
 
 from __future__ import annotations
 
-import difflib
 import os
 import sys
 from dataclasses import dataclass
@@ -16,11 +15,6 @@ from typing import Any, Callable, Optional
 
 from autograd_lint.dynamic.settings import DynamicSettings, SettingsError, parse_dynamic_table
 from autograd_lint.selection import SelectorError, SelectorLayer, parse_selectors
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.9/3.10 only
-    import tomli as tomllib
 
 TABLE = "autograd-lint"
 
@@ -94,6 +88,11 @@ def empty_config(root: str) -> Config:
 
 
 def _parse(path: Path, text: str) -> dict:
+    # Imported here: a run without a config file (most cached runs over a checkout) skips it.
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.9/3.10 only
+        import tomli as tomllib
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
@@ -114,6 +113,8 @@ def _config_from_table(table: dict, path: Path, warn: Callable[[str], None]) -> 
     where = f"{path} [tool.{TABLE}]"
     for key in table:
         if key not in KNOWN_KEYS:
+            import difflib
+
             close = difflib.get_close_matches(key.replace("_", "-"), KNOWN_KEYS, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             warn(f"{where}: unknown key {key!r} ignored{hint}")

@@ -18,7 +18,6 @@ from __future__ import annotations
 import ast
 import gc
 import sys
-import traceback
 import warnings
 from collections import deque
 from dataclasses import dataclass, field
@@ -482,5 +481,7 @@ def _syntax_message(error: BaseException) -> str:
 
 
 def _short_traceback() -> str:
+    import traceback  # only when something failed
+
     lines = traceback.format_exc().strip().splitlines()
     return " | ".join(lines[-3:])

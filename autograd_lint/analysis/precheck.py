@@ -126,7 +126,6 @@ def _applied_names(text: str) -> frozenset[str]:
 
 # The standard library's top-level modules (Python 3.10+; before that, none are skipped).
 _STANDARD_LIBRARY = frozenset(getattr(sys, "stdlib_module_names", ())) | {"__future__"}
-_IMPORT = re.compile(r"import")
 
 
 def imported_words(text: str) -> set[str]:
@@ -134,20 +133,24 @@ def imported_words(text: str) -> set[str]:
     except those imported from the standard library, which cannot hold a project's Function
     class (``from typing import Type`` must not make a file a user of a Function named Type).
 
-    Searching the literal ``import`` and looking around it is 4x faster than a line-anchored
-    regex; a few non-import lines that start with `import...` words only add words."""
+    Searching the literal ``import`` with ``str.find`` and looking around it is 5x faster than a
+    line-anchored regex (and ``str.find`` beats the regex engine at finding a literal); a few
+    non-import lines that start with `import...` words only add words."""
     statements = []
-    for match in _IMPORT.finditer(text):
-        start = text.rfind("\n", 0, match.start()) + 1
-        head = text[start : match.start()].lstrip(" \t")
-        if head and not head.startswith("from "):
-            continue
-        if head and head[5:].strip().split(".")[0] in _STANDARD_LIBRARY:
-            continue  # `from typing import Type`: no Function class of the project comes from there
-        end = text.find("\n", match.start())
-        end = len(text) if end < 0 else end
-        if "(" in text[match.start() : end] and ")" not in text[match.start() : end]:
-            close = text.find(")", end)  # `from m import (\n a,\n b,\n)`
-            end = len(text) if close < 0 else close
-        statements.append(text[start:end])
+    find = text.find
+    position = find("import")
+    while position >= 0:
+        start = text.rfind("\n", 0, position) + 1
+        head = text[start:position].lstrip(" \t") if start < position else ""
+        # `import m` first on its line, or `from m import ...` where m is not the standard library's
+        if not head or (head.startswith("from ") and head[5:].strip().split(".")[0] not in _STANDARD_LIBRARY):
+            end = find("\n", position)
+            if end < 0:
+                end = len(text)
+            opening = find("(", position, end)
+            if opening >= 0 and find(")", opening, end) < 0:  # `from m import (\n a,\n b,\n)`
+                close = find(")", end)
+                end = len(text) if close < 0 else close
+            statements.append(text[start:end])
+        position = find("import", position + 6)
     return set(_WORD.findall("\n".join(statements)))
