@@ -13,7 +13,11 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))  # for `python tests/test_readme.py` from a checkout
 
 from autograd_lint.catalogue import RULES  # noqa: E402
-from autograd_lint.config import tomllib  # noqa: E402
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 README = REPO_ROOT / "README.md"
 CI_SCRIPT = REPO_ROOT / ".ci" / "run"
