@@ -45,3 +45,33 @@ def test_function_chars_measure_the_function_classes_only():
     text = "import torch\n\n" + function_class + "\nclass Module(torch.nn.Module):\n    pass\n"
     assert summarize(text).function_chars == len(function_class)
     assert summarize("class Module(torch.nn.Module):\n    pass\n").function_chars == 0
+
+
+def test_a_function_class_is_one_derived_from_a_name_of_torchs_function_or_an_alias_of_it():
+    for base in ("torch.autograd.Function", "Function", "autograd.function.InplaceFunction",
+                 "_SingleLevelFunction", "Mixin, Function"):
+        assert summarize(f"class X({base}):\n    pass\n").defines_function, base
+    aliased = "from torch.autograd import Function as AutogradFn\n\nclass X(AutogradFn):\n    pass\n"
+    assert summarize(aliased).defines_function
+    inplace = "from torch.autograd.function import InplaceFunction  as  IF\nclass X(IF): pass\n"
+    assert summarize(inplace).defines_function
+    # Words that merely end in Function (pattern-matcher classes, UserDefinedFunction, ...)
+    # are not torch's; a subclass of a project's `MyBaseFunction` is found once that is known.
+    for text in ("class X(CallFunction):\n    pass\n", "class X(MyBaseFunction): pass\n",
+                 "from m import CallFunction as Function2\nclass X(Function2): pass\n"):
+        assert not summarize(text).defines_function, text
+
+
+def test_a_function_class_derived_from_an_alias_is_linted(tmp_path):
+    from autograd_lint.engine import CodeSet, lint_paths
+
+    path = tmp_path / "ops.py"
+    path.write_text(
+        "import torch\nfrom torch.autograd import Function as AutogradFn\n\n\n"
+        "class Square(AutogradFn):\n"
+        "    @staticmethod\n    def forward(ctx, x):\n        ctx.x = x\n        return x * x\n\n"
+        "    @staticmethod\n    def backward(ctx, grad):\n        return 2 * ctx.x * grad\n"
+    )
+    (result,) = lint_paths([str(path)], lambda _: CodeSet(frozenset({"AGL201"})))
+    assert result.function_classes == 1
+    assert [(f.code, f.line) for f in result.findings] == [("AGL201", 8)]

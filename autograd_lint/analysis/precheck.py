@@ -14,6 +14,8 @@ import sys
 from dataclasses import dataclass
 from typing import AbstractSet, Iterator
 
+from autograd_lint.analysis.module_index import FUNCTION_BASES
+
 
 # Class statements with their bases (which may span lines: [^)] matches newlines).
 # `class X(<bases>)`; the literal first, so the regex engine can skip ahead to each `class`
@@ -24,6 +26,10 @@ _APPLY = re.compile(r"\.apply\b")
 _NAME_AT_END = re.compile(r"(\w+)\Z")
 _GRAD_FN_ATTRIBUTE = re.compile(r"\.grad_fn\.(\w+)\s*=(?!=)")
 _WORD = re.compile(r"\w+")
+# What a Function class derives from, as its base is written: the last name of each of torch's
+# Function base classes (``torch.autograd.Function``: its words are torch, autograd, Function).
+_TORCH_FUNCTION_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in FUNCTION_BASES)
+_NAME_AS = re.compile(r"Function[ \t]+as[ \t]+(\w+)")
 # What the index can record as a gradcheck call: `gradcheck(`, `x.gradgradcheck(`, or an import
 # `... gradcheck as name` (then `name(` is the call). Mere mentions - comments, `gradcheck_wrapper=`
 # in torch's 1.4 MB op database - are not worth a parse.
@@ -36,7 +42,9 @@ _GRADCHECK_USE = re.compile(r"grad(?:grad)?check\b\s*(?:\(|as\b)")
 class TextSummary:
     """What one file's text can contribute, read without parsing it."""
 
-    defines_function: bool  # a `class X(...Function...)` statement
+    # a `class X(...Function...)` statement: a base written with the name of one of torch's
+    # Function base classes, or an alias of it (`Function as F`)
+    defines_function: bool
     base_words: frozenset[str]  # words in the bases of every class statement
     imported_words: frozenset[str]  # words on import lines
     applied_names: frozenset[str]  # `X` of every `X.apply`
@@ -62,13 +70,19 @@ class TextSummary:
 def summarize(text: str) -> TextSummary:
     base_words: set[str] = set()
     function_chars = 0
+    defines_function = False
+    torch_function_names = _TORCH_FUNCTION_NAMES | _aliases_of_torch_function(text)
     for line_start, match in _class_statements(text):
         words = _WORD.findall(match.group(1))
         base_words.update(words)
-        if any(word.endswith("Function") for word in words):
+        if not torch_function_names.isdisjoint(words):
+            defines_function = True
+        # What the analysis will cost: classes derived from torch's, or likely from another
+        # Function class (``MyBaseFunction``; which ones are is known only once files are parsed).
+        if any(word.endswith("Function") or word in torch_function_names for word in words):
             function_chars += _block_length(text, line_start, match)
     return TextSummary(
-        defines_function=function_chars > 0,
+        defines_function=defines_function,
         base_words=frozenset(base_words),
         imported_words=frozenset(imported_words(text)),
         applied_names=_applied_names(text),
@@ -76,6 +90,19 @@ def summarize(text: str) -> TextSummary:
         grad_fn_attributes=frozenset(_GRAD_FN_ATTRIBUTE.findall(text)) if ".grad_fn." in text else frozenset(),
         function_chars=function_chars,
     )
+
+
+def _aliases_of_torch_function(text: str) -> set[str]:
+    """``F`` of ``from torch.autograd import Function as F`` (and of the other names of torch's
+    Function base classes): ``class MyFn(F)`` defines a Function class too."""
+    aliases = set()
+    for match in _NAME_AS.finditer(text) if "Function" in text else ():
+        start = match.start()
+        while start and (text[start - 1].isalnum() or text[start - 1] == "_"):
+            start -= 1  # back to the start of the word: `InplaceFunction as F`
+        if text[start : match.start()] + "Function" in _TORCH_FUNCTION_NAMES:
+            aliases.add(match.group(1))
+    return aliases
 
 
 def _class_statements(text: str) -> Iterator[tuple[int, "re.Match[str]"]]:
