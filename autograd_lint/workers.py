@@ -224,7 +224,8 @@ class FileWorker:
                        "(its grammar lags CPython's; a line holding only a backslash is one case)", line)
                 for line, name in module.unparsed
             )
-        result.findings = sorted(set(apply_suppressions(findings, module.lines, spans, honour_noqa)))
+        # (Nothing to suppress in a file without findings: its lines are not even split.)
+        result.findings = sorted(set(apply_suppressions(findings, module.lines, spans, honour_noqa))) if findings else []
         if self.annotate_fixes and any(f.code in FIXABLE_CODES for f in result.findings):
             from autograd_lint.analysis.module import parsed_classes
             from autograd_lint.fix.apply import annotate_text

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Optional
 
 import libcst as cst
@@ -19,13 +20,19 @@ from autograd_lint.findings import Finding
 @dataclass
 class ModuleAnalysis:
     path: str
-    lines: list[str]
+    text: str
     index: ModuleIndex
     project: ProjectFacts
     classes: list[FunctionModel] = field(default_factory=list)
     # Classes libcst could not parse (its grammar lags CPython's, e.g. a line holding only a
     # backslash continuation): (class line, class name).
     unparsed: list[tuple[int, str]] = field(default_factory=list)
+
+    @cached_property
+    def lines(self) -> list[str]:
+        """The file's lines, ends kept: split only when asked (most files that are linted only
+        for their call sites never need them)."""
+        return source_lines(self.text)
 
     def finding(
         self,
@@ -72,13 +79,12 @@ def analyse_module(path: str, text: str, tree: Optional[ast.Module], project: Pr
     ``class`` statement (see ``parsed_classes``): not parsed again."""
     if index is None:
         index = build_module_index(tree, text, project.function_names, skeleton)
-    lines = source_lines(text)
-    analysis = ModuleAnalysis(path=path, lines=lines, index=index, project=project)
+    analysis = ModuleAnalysis(path=path, text=text, index=index, project=project)
     local_models: dict[str, FunctionModel] = {}
     for info in index.function_classes:
         try:
             known = parsed.get((info.node.lineno, info.node.col_offset)) if parsed else None
-            snippet = known if known is not None else parse_class(lines, info.node)
+            snippet = known if known is not None else parse_class(analysis.lines, info.node)
         except (cst.ParserSyntaxError, StopIteration):
             # libcst's own message gives positions inside the class snippet: not useful here.
             analysis.unparsed.append((info.node.lineno, info.name))

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import difflib
 import os
 import stat
-import tempfile
 
 from autograd_lint.analysis.syntax import source_lines
 
@@ -18,6 +16,8 @@ def write_atomically(path: str, data: bytes) -> None:
     target = os.path.realpath(path)
     mode = stat.S_IMODE(os.stat(target).st_mode)
     directory, name = os.path.split(target)
+    import tempfile  # here: every lint run loads this module, few write a fix
+
     handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".autograd-lint-fix")
     try:
         with os.fdopen(handle, "wb") as out:
@@ -34,6 +34,8 @@ def write_atomically(path: str, data: bytes) -> None:
 
 def unified_diff(path: str, before: str, after: str) -> str:
     """``--- a/path`` / ``+++ b/path`` diff, as ruff and git print it."""
+    import difflib  # here: only --diff needs it
+
     lines = []
     for line in difflib.unified_diff(source_lines(before), source_lines(after),
                                      fromfile=f"a/{path}", tofile=f"b/{path}"):
