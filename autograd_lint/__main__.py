@@ -1,3 +1,3 @@
-from autograd_lint.cli import main
+from autograd_lint.cli import run
 
-raise SystemExit(main())
+run()

@@ -95,14 +95,14 @@ def test_help_documents_exit_codes(cli):
     assert "--select" in result.stdout and "exit status: 0 no findings, 1 findings, 2" in result.stdout
 
 
-def test_console_script_entry_point_is_main():
+def test_console_script_entry_point_is_run():
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover
         import tomli as tomllib
 
     scripts = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts["autograd-lint"] == "autograd_lint.cli:main"
+    assert scripts["autograd-lint"] == "autograd_lint.cli:run"
 
 
 def test_clean_file_exits_0_with_nothing_on_stdout(cli, tmp_path):
