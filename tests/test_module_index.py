@@ -63,3 +63,10 @@ def test_structure_lines_are_those_a_line_anchored_pattern_finds():
               for path in sorted((REPO_ROOT / "fixtures").rglob("*.py"))]
     for text in texts:
         assert _structure_lines(text) == expected(text), text[:80]
+
+
+def test_a_call_is_of_the_whole_name():
+    text = ("import torch\n\n\nclass Fn(torch.autograd.Function):\n    pass\n\n\n"
+            "a = Fn ()\nb = MyFn()\nc = Fn_2()\nd = x.Fn()\ne = [Fn(\n)]\n")
+    index = build_module_index(ast.parse(text), text)
+    assert [site.line for _, site in index.instantiations] == [8, 12]

@@ -12,7 +12,7 @@ import ast
 import bisect
 import re
 from dataclasses import dataclass, field, replace
-from typing import Optional
+from typing import Iterable, Optional
 
 from autograd_lint.analysis.ast_walk import walk
 
@@ -212,7 +212,7 @@ def collect_skeleton(tree: ast.Module, text: str) -> ModuleSkeleton:
     looking for calls of every class and imported name here took twice as long.
     """
     skeleton = ModuleSkeleton()
-    skeleton.interesting_lines = _call_lines(text, set())
+    skeleton.interesting_lines = _call_lines(text)
     skeleton.structural_lines = sorted(_structure_lines(text) | skeleton.interesting_lines)
     _walk_statements(tree.body, tree, skeleton)
     skeleton.classes.sort(key=lambda c: (c.node.lineno, c.node.col_offset))
@@ -255,20 +255,17 @@ _STRUCTURE_AT_START = re.compile(r"[ \t]*(?:class|import|from)[ \t]")
 
 # gradcheck or `.apply`: literals, which the regex engine scans for fast.
 _GRADCHECK_OR_APPLY = re.compile(r"gradcheck|\.apply\b")
-# A call `word (`, read in the reversed text: `(`, blanks, then the word backwards. Forwards, a
-# pattern for `word(` is tried at every position of the text (4x slower on torch); backwards it
-# starts with a literal, so the engine jumps from one `(` to the next.
-_CALL_REVERSED = re.compile(r"\(\s*(\w+)")
 
 
-def _call_lines(text: str, names: set[str], apply_and_gradcheck: bool = True) -> set[int]:
-    """Lines that may hold a call worth indexing: gradcheck, ``.apply``, a call of one of ``names``."""
+def _call_lines(text: str, names: Iterable[str] = (), apply_and_gradcheck: bool = True) -> set[int]:
+    """Lines that may hold a call worth indexing: gradcheck, ``.apply``, a call of one of ``names``
+    (a module's Function classes: a few, each searched for as a literal, the fast way)."""
     positions = [match.start() for match in _GRADCHECK_OR_APPLY.finditer(text)] if apply_and_gradcheck else []
-    if names:
-        reversed_names = {name[::-1] for name in names}
-        end = len(text)
-        positions.extend(end - match.end(1) for match in _CALL_REVERSED.finditer(text[::-1])
-                         if match.group(1) in reversed_names)  # where the called word starts
+    for name in names:
+        for match in re.finditer(re.escape(name) + r"\s*\(", text):
+            start = match.start()
+            if not start or not (text[start - 1].isalnum() or text[start - 1] == "_"):  # not `xMyFn(`
+                positions.append(start)
     positions.sort()
     calls: set[int] = set()
     line, position = 1, 0
