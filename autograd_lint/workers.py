@@ -21,7 +21,7 @@ import sys
 import warnings
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Callable, Optional, Sequence, Union
 
 from autograd_lint.analysis.precheck import TextSummary, summarize
 from autograd_lint.analysis.project import FileFacts, ProjectFacts, facts_from_index
@@ -244,47 +244,58 @@ class WorkerPool:
     def __init__(self, jobs: int, max_file_size: Optional[int], file_count: int, hashing: bool = True) -> None:
         """``hashing``: compute each file's content hash (the cache's key; off without a cache)."""
         self.jobs = max(1, min(jobs, file_count))
+        self.max_file_size, self.hashing = max_file_size, hashing
         self.local: Optional[FileWorker] = FileWorker(max_file_size, hashing=hashing) if self.jobs == 1 else None
-        self.executors: list[ProcessPoolExecutor] = []
-        if self.local is None:
-            # Loaded here: a run that stays in one process (a cached run, pre-commit's few
-            # files) does not pay for importing multiprocessing.
+        self._executors: list[ProcessPoolExecutor] = []
+        self.owners: dict[int, int] = {}  # file index -> worker, once balance() chose one
+        self.load: list[tuple[float, float]] = [(0.0, 0.0)] * self.jobs  # see balance()
+
+    @property
+    def executors(self) -> list[ProcessPoolExecutor]:
+        """One executor per worker process, made when first needed (a run that stays in one
+        process, a cached run or pre-commit's few files, never imports multiprocessing); each
+        process starts (forks) at its first task."""
+        if not self._executors and self.local is None:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
 
             context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
-            # One process each; it starts (forks) at its first task, not here.
-            self._new_executor = lambda: ProcessPoolExecutor(
-                1, mp_context=context, initializer=_start_worker, initargs=(max_file_size, hashing))
-            self.executors = [self._new_executor() for _ in range(self.jobs)]
-        self.owners: dict[int, int] = {}  # file index -> worker, once balance() chose one
-        self.load: list[tuple[float, float]] = [(0.0, 0.0)] * self.jobs  # see balance()
+            self._executors = [ProcessPoolExecutor(1, mp_context=context, initializer=_start_worker,
+                                                   initargs=(self.max_file_size, self.hashing))
+                               for _ in range(self.jobs)]
+        return self._executors
 
     def summarize_while_loading(self, tasks: list[tuple[int, object]], costs: dict[int, float]) -> dict[int, object]:
         """Step 1 of a parallel run, with the parser loaded once instead of once per worker.
 
         libcst's import costs 0.3-0.4 s of CPU, a quarter of a worker's share of a cold run
-        over torch. Here one extra process, forked before it is loaded, summarises the files
-        while this process loads the parser, the rules and the fixers; the workers forked after
-        that have them for nothing, and take their part of the summaries still waiting (the
-        helper's own queue is taken back from it). Summaries need no parser, and reading the
-        files takes about as long as the import, so neither core waits."""
-        if self.local is not None or not tasks:
+        over torch. Here a helper process (``early_helper``), forked before it is loaded,
+        summarises the files while this process loads the parser, the rules and the fixers;
+        the workers forked after that have them for nothing, and take the summaries still
+        waiting from the other end. Summaries need no parser, and reading the files takes about
+        as long as the import, so neither core waits. (Where processes are spawned, not forked,
+        workers load the parser themselves: nothing to gain.)"""
+        if self.local is not None or not tasks or sys.platform != "linux":
             return self.run_shared_out("summarize", tasks, costs)
-        helper = self._new_executor()
+        from autograd_lint.early_helper import EarlyHelper
+
+        # Small batches: the step ends when the helper's last one does.
+        batches = _batches(tasks, costs, _BATCH_COST / 4)
         try:
-            # Small batches: those already handed to the helper's process cannot be taken back,
-            # and the step ends when the last of them does.
-            sent = [(batch, helper.submit(_run_step, "summarize", [p for _, p in batch]))
-                    for batch in _batches(tasks, costs, _BATCH_COST / 4)]
+            helper = EarlyHelper(batches, self.max_file_size, self.hashing)
+        except OSError:  # cannot fork now (a process limit): the workers do it all
+            return self.run_shared_out("summarize", tasks, costs)
+        try:
             _load_the_analysis()
-            left = [batch for batch, future in sent if future.cancel()]  # not started yet
-            answers = _share_out_batches([helper, *self.executors], "summarize", left)
-            for batch, future in sent:
-                if not future.cancelled():
-                    answers.update(zip([index for index, _ in batch], future.result()))
-        finally:
-            helper.shutdown(wait=False, cancel_futures=True)
+            answers = _share_out_batches(self.executors, "summarize", batches, helper.claim_from_back)
+        except BaseException:  # interrupted: the helper stops after its batch, and is waited for
+            helper.stop()
+            helper.answers()
+            raise
+        helped, unanswered = helper.answers()  # a batch both did has the same answers twice
+        answers.update(helped)
+        if unanswered:  # the helper died: do what it had taken
+            answers.update(_share_out_batches(self.executors, "summarize", batches, iter(unanswered).__next__))
         return answers
 
     def worker_of(self, index: int) -> int:
@@ -385,7 +396,7 @@ class WorkerPool:
         return answers
 
     def close(self) -> None:
-        for executor in self.executors:
+        for executor in self._executors:
             executor.shutdown(wait=True, cancel_futures=True)
 
 
@@ -413,17 +424,22 @@ def _batches(tasks: list[tuple[int, object]], costs: dict[int, float], size: flo
     return [batch for batch in batches if batch]
 
 
-def _share_out_batches(executors: list, step: str, batches: list[list[tuple[int, object]]]) -> dict[int, object]:
-    """Each executor takes the next batch as soon as it is done with one (two in flight)."""
+def _share_out_batches(executors: list, step: str, batches: list[list[tuple[int, object]]],
+                       next_batch: Callable[[], Optional[int]]) -> dict[int, object]:
+    """Each executor takes the next batch (its index from ``next_batch``; None when there are
+    no more) as soon as it is done with one (two in flight)."""
     from concurrent.futures import FIRST_COMPLETED, wait
 
-    pending = deque(batches)
     answers: dict[int, object] = {}
     running: dict = {}
 
     def submit(executor) -> None:
-        if pending:
-            batch = pending.popleft()
+        try:
+            index = next_batch()
+        except StopIteration:
+            index = None
+        if index is not None:
+            batch = batches[index]
             running[executor.submit(_run_step, step, [p for _, p in batch])] = (executor, batch)
 
     for executor in executors:

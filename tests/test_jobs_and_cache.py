@@ -152,6 +152,38 @@ def test_the_workers_get_the_parser_from_this_process_and_the_summaries_are_all_
     assert json.loads(process.stdout) == {"before": False, "after": True, "workers": [True, True], "same": True}
 
 
+_DYING_HELPER_SCRIPT = """
+import json, os, sys
+from autograd_lint.workers import FileWorker, WorkerPool
+
+summarize = FileWorker.summarize
+def dies_in_the_helper(self, paths):
+    if "libcst" not in sys.modules and any(path.endswith("m3.py") for path in paths):
+        os._exit(7)  # the helper, forked before the parser loads, dies on its 4th file
+    return summarize(self, paths)
+FileWorker.summarize = dies_in_the_helper
+paths = sys.argv[1:]
+pool = WorkerPool(2, None, len(paths))
+try:
+    summaries = pool.summarize_while_loading(list(enumerate(paths)), {i: 2_000.0 for i in range(len(paths))})
+finally:
+    pool.close()
+print(json.dumps([summaries[i] for i in range(len(paths))] == summarize(FileWorker(None), paths)))
+"""
+
+
+def test_the_files_a_dead_helper_took_are_summarised_by_the_workers(tmp_path: Path):
+    paths = []
+    for number in range(40):
+        path = tmp_path / f"m{number}.py"
+        path.write_text(f"import torch\nvalue = {number}\n" * (number + 1))
+        paths.append(str(path))
+    process = subprocess.run([sys.executable, "-c", _DYING_HELPER_SCRIPT, *paths], capture_output=True, text=True,
+                             timeout=120, cwd=REPO)
+    assert process.returncode == 0, process.stderr
+    assert process.stdout.strip() == "true"
+
+
 def _whose(self, payloads, shared):
     import os
 

@@ -1,0 +1,112 @@
+"""A helper process that reads and summarises files while the main process loads the parser.
+
+Step 1 of a parallel run needs no parser, and loading libcst, the rules and the fixers costs the
+main process about 0.3 s. So the main process forks this helper first, with a plain ``os.fork``
+(``multiprocessing`` itself takes 20 ms to import, all of it before the helper could start), and
+the helper works through the batches of files from the front. Once the parser is loaded, the
+worker processes take batches from the back until the two ends meet (``claim_from_back``).
+
+The two ends are two integers in memory both processes share. Each side reads the other's end
+before it takes a batch, so a batch is never left over; both may take the very last one, which
+then is summarised twice, the same way. The helper writes its answers, pickled, to a pipe that
+a thread of the main process reads as they come (the answers of torch's 2,300 files fill the
+pipe's buffer ten times over). If the helper dies, the batches it took but did not answer are
+in ``unanswered`` for the caller to do again.
+"""
+
+from __future__ import annotations
+
+import io
+import mmap
+import os
+import pickle
+import struct
+import threading
+from typing import Optional
+
+_FRONT, _BACK = 0, 8  # byte offsets of the two ends in the shared memory
+_INT = struct.Struct("q")
+
+
+class EarlyHelper:
+    """Summarises ``batches`` (lists of ``(index, path)``) from the front, in a forked process."""
+
+    def __init__(self, batches: list[list[tuple[int, str]]], max_file_size: Optional[int], hashing: bool) -> None:
+        self.batches = batches
+        self._ends = mmap.mmap(-1, 16)  # anonymous and shared: the forked process sees the writes
+        self._set(_FRONT, 0)
+        self._set(_BACK, len(batches))
+        read, write = os.pipe()
+        self._pid = os.fork()
+        if self._pid == 0:  # the helper
+            os.close(read)
+            code = 1
+            try:
+                self._summarise_from_front(write, max_file_size, hashing)
+                code = 0
+            finally:
+                os._exit(code)  # nothing of the parent's (atexit handlers, buffers) runs here
+        os.close(write)
+        self._data = bytearray()
+        self._reader = threading.Thread(target=self._read, args=(read,), daemon=True)
+        self._reader.start()
+
+    def claim_from_back(self) -> Optional[int]:
+        """The index of a batch for another process to do, or None once the ends have met."""
+        batch = self._get(_BACK) - 1
+        if batch < self._get(_FRONT):
+            return None
+        self._set(_BACK, batch)
+        return batch
+
+    def stop(self) -> None:
+        """No more batches for the helper: it stops after the one it is doing."""
+        self._set(_BACK, 0)
+
+    def answers(self) -> tuple[dict[int, object], list[int]]:
+        """Waits for the helper to finish; returns (file index -> summary, the batches it took
+        but never answered: none, unless it died)."""
+        self._reader.join()
+        os.waitpid(self._pid, 0)
+        answers: dict[int, object] = {}
+        answered: set[int] = set()
+        stream = io.BytesIO(bytes(self._data))
+        while True:
+            try:
+                batch, results = pickle.load(stream)
+            except Exception:  # noqa: BLE001 - EOFError at the end; a message cut short by a death
+                break
+            answered.add(batch)
+            answers.update(zip([index for index, _ in self.batches[batch]], results))
+        taken = range(min(self._get(_FRONT), len(self.batches)))
+        return answers, [batch for batch in taken if batch not in answered]
+
+    # --- in the helper ----------------------------------------------------------------------
+    def _summarise_from_front(self, pipe: int, max_file_size: Optional[int], hashing: bool) -> None:
+        from autograd_lint.workers import FileWorker
+
+        worker = FileWorker(max_file_size, hashing=hashing)
+        with os.fdopen(pipe, "wb") as out:
+            while True:
+                batch = self._get(_FRONT)
+                if batch >= self._get(_BACK):
+                    return
+                self._set(_FRONT, batch + 1)
+                results = worker.summarize([path for _, path in self.batches[batch]])
+                pickle.dump((batch, results), out, protocol=pickle.HIGHEST_PROTOCOL)
+                out.flush()
+
+    # --- in the main process ----------------------------------------------------------------
+    def _read(self, pipe: int) -> None:
+        with os.fdopen(pipe, "rb", buffering=0) as source:
+            while True:
+                chunk = source.read(1 << 16)
+                if not chunk:
+                    return
+                self._data += chunk
+
+    def _get(self, offset: int) -> int:
+        return _INT.unpack_from(self._ends, offset)[0]
+
+    def _set(self, offset: int, value: int) -> None:
+        _INT.pack_into(self._ends, offset, value)
