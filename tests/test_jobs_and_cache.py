@@ -138,14 +138,19 @@ print(json.dumps({"before": before, "after": "libcst" in sys.modules, "workers":
 """
 
 
+def _forty_modules(directory: Path) -> list[str]:
+    paths = []
+    for number in range(40):
+        path = directory / f"m{number}.py"
+        path.write_text(f"import torch\nvalue = {number}\n" * (number + 1))
+        paths.append(str(path))
+    return paths
+
+
 def test_the_workers_get_the_parser_from_this_process_and_the_summaries_are_all_there(tmp_path: Path):
     """A parallel run loads libcst once, in the main process, while a helper forked before it
     reads the files; the workers forked after it have libcst without importing it."""
-    paths = []
-    for number in range(40):
-        path = tmp_path / f"m{number}.py"
-        path.write_text(f"import torch\nvalue = {number}\n" * (number + 1))
-        paths.append(str(path))
+    paths = _forty_modules(tmp_path)
     process = subprocess.run([sys.executable, "-c", _LOADING_SCRIPT, *paths], capture_output=True, text=True,
                              timeout=120, cwd=REPO)
     assert process.returncode == 0, process.stderr
@@ -173,11 +178,7 @@ print(json.dumps([summaries[i] for i in range(len(paths))] == summarize(FileWork
 
 
 def test_the_files_a_dead_helper_took_are_summarised_by_the_workers(tmp_path: Path):
-    paths = []
-    for number in range(40):
-        path = tmp_path / f"m{number}.py"
-        path.write_text(f"import torch\nvalue = {number}\n" * (number + 1))
-        paths.append(str(path))
+    paths = _forty_modules(tmp_path)
     process = subprocess.run([sys.executable, "-c", _DYING_HELPER_SCRIPT, *paths], capture_output=True, text=True,
                              timeout=120, cwd=REPO)
     assert process.returncode == 0, process.stderr

@@ -137,9 +137,7 @@ def _children_by(order: tuple[str, ...], node: cst.CSTNode) -> list[cst.CSTNode]
 
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """``node.children``, in the same order, without rebuilding ``node``."""
-    order = _FIELD_ORDER.get(type(node))
-    if order is None:
-        order = _field_order(node)
+    order = _field_order(node)
     if order is _ASK_LIBCST:
         return list(node.children)
     return _children_by(order, node)
@@ -167,9 +165,7 @@ def _holds_code(kind: type) -> bool:
 
 def code_children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """``children(node)`` less tokens and whitespace (``TRIVIA``), in the same order."""
-    order = _FIELD_ORDER.get(type(node))
-    if order is None:
-        order = _field_order(node)
+    order = _field_order(node)
     if order is _ASK_LIBCST:
         return [child for child in node.children if _holds_code(type(child))]
     holds_code = _HOLDS_CODE  # asked for every field of every node: a local lookup, no call
