@@ -295,7 +295,8 @@ class WorkerPool:
         helped, unanswered = helper.answers()  # a batch both did has the same answers twice
         answers.update(helped)
         if unanswered:  # the helper died: do what it had taken
-            answers.update(_share_out_batches(self.executors, "summarize", batches, iter(unanswered).__next__))
+            left = iter(unanswered)
+            answers.update(_share_out_batches(self.executors, "summarize", batches, lambda: next(left, None)))
         return answers
 
     def worker_of(self, index: int) -> int:
@@ -434,10 +435,7 @@ def _share_out_batches(executors: list, step: str, batches: list[list[tuple[int,
     running: dict = {}
 
     def submit(executor) -> None:
-        try:
-            index = next_batch()
-        except StopIteration:
-            index = None
+        index = next_batch()
         if index is not None:
             batch = batches[index]
             running[executor.submit(_run_step, step, [p for _, p in batch])] = (executor, batch)
