@@ -70,3 +70,11 @@ def test_a_call_is_of_the_whole_name():
             "a = Fn ()\nb = MyFn()\nc = Fn_2()\nd = x.Fn()\ne = [Fn(\n)]\n")
     index = build_module_index(ast.parse(text), text)
     assert [site.line for _, site in index.instantiations] == [8, 12]
+
+
+def test_a_call_is_collected_once_when_its_statement_spans_a_line_of_apply():
+    text = ("import torch\n\n\nclass Fn(torch.autograd.Function):\n    pass\n\n\n"
+            "y = (Fn.apply(x),\n     Fn())\n")
+    index = build_module_index(ast.parse(text), text)
+    assert [site.line for _, site in index.instantiations] == [9]
+    assert index.apply_arg_counts == {"Fn": [1]}

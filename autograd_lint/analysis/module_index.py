@@ -174,12 +174,14 @@ def build_module_index(
 def _calls_of_names(tree: ast.Module, text: str, names: set[str], skeleton: "ModuleSkeleton") -> list:
     """The calls ``name(...)`` of these names that the skeleton did not collect: a second, small
     walk down to the lines that hold them (``MyFn()``: AGL104's instantiations)."""
-    lines = _call_lines(text, names, apply_and_gradcheck=False) - skeleton.interesting_lines  # their calls are collected already
+    lines = _call_lines(text, names, apply_and_gradcheck=False) - skeleton.interesting_lines
     if not lines:
         return []
     found = ModuleSkeleton(interesting_lines=lines, structural_lines=sorted(lines))
     _walk_statements(tree.body, tree, found)
-    return found.calls
+    # A statement over several lines, one of them the skeleton's, had all its calls collected.
+    known = {id(call) for call, _ in skeleton.calls}
+    return [(call, scope) for call, scope in found.calls if id(call) not in known]
 
 
 def light_index(index: ModuleIndex) -> ModuleIndex:
