@@ -104,6 +104,11 @@ class Method:
     def _nodes_of_cache(self) -> dict[tuple[type, ...], list[cst.CSTNode]]:
         return {}
 
+    @cached_property
+    def ctx_name_set(self) -> frozenset[str]:
+        """``{ctx_name}`` (empty without parameters): asked for most nodes of a method."""
+        return frozenset([self.ctx_name]) if self.ctx_name else frozenset()
+
     @property
     def ctx_name(self) -> Optional[str]:
         return self.params[0].name if self.params else None
@@ -197,18 +202,9 @@ class FunctionModel:
 
     def ctx_names(self, method: Method) -> frozenset[str]:
         """The names that refer to ctx inside ``method`` (none in a new-style forward)."""
-        known = self._ctx_names.get(method.name)  # asked for most nodes of each method
-        if known is None or known[0] is not method:
-            if method.name == "forward" and self.style == "new":
-                names: frozenset[str] = frozenset()
-            else:
-                names = frozenset([method.ctx_name]) if method.ctx_name else frozenset()
-            known = self._ctx_names[method.name] = (method, names)
-        return known[1]
-
-    @cached_property
-    def _ctx_names(self) -> dict[str, tuple[Method, frozenset[str]]]:
-        return {}
+        if method.name == "forward" and self.style == "new":
+            return frozenset()
+        return method.ctx_name_set
 
     # ---- forward inputs and outputs ---------------------------------------------------------
     @cached_property
