@@ -201,3 +201,38 @@ def test_columns_are_not_off_by_one():
     yielded = sorted(item[:3] for item in Plugin(None, "ops.py", BUGGY_SOURCE.splitlines(True)).run())
     assert [(line, col) for line, col, _ in yielded] == [(5, 8), (9, 8)]
     assert [text.split()[0] for _, _, text in yielded] == ["AGL201", "AGL101"]
+
+
+# In a fresh interpreter, as a flake8 worker: lint a file without a Function class, then one
+# with; report how many objects the garbage collector still tracks after each.
+_COLLECTOR_SCRIPT = """
+import ast, gc, json, sys
+from autograd_lint.flake8_plugin import Plugin
+
+def lint(name, text):
+    return len(list(Plugin(ast.parse(text), name, text.splitlines(True)).run()))
+
+plain = "class Config(dict):\\n    pass\\n"
+tracked = len(gc.get_objects())
+report = {"plain_findings": lint("config.py", plain), "plain_growth": len(gc.get_objects()) - tracked,
+          "plain_loads_libcst": "libcst" in sys.modules}
+report["findings"] = lint("ops.py", sys.argv[1])
+report["growth"] = len(gc.get_objects()) - tracked
+report["libcst"] = "libcst" in sys.modules
+print(json.dumps(report))
+"""
+
+
+def test_the_loaded_analysis_is_out_of_the_garbage_collectors_sight():
+    """Loading the analysis (libcst, the rules) adds some 25,000 long-lived objects to flake8's
+    process; left to the collector, every full collection walks them again (flake8 over torch:
+    its collections took twice as long). Once loaded, the plugin freezes them out of its sight;
+    a file that cannot hold a Function class loads nothing and changes nothing."""
+    process = subprocess.run([sys.executable, "-c", _COLLECTOR_SCRIPT, BUGGY_SOURCE], capture_output=True,
+                             text=True, timeout=120, cwd=REPO_ROOT)
+    assert process.returncode == 0, process.stderr
+    report = json.loads(process.stdout)
+    assert report["plain_findings"] == 0 and not report["plain_loads_libcst"]
+    assert report["plain_growth"] < 100
+    assert report["findings"] == 2 and report["libcst"]
+    assert report["growth"] < 1_000, report
