@@ -74,6 +74,12 @@ def find_torch() -> Optional[Path]:
     return Path(list(spec.submodule_search_locations)[0])
 
 
+def flake8_command(python: str, variant: str, jobs: str, output_file: str) -> list[str]:
+    """flake8 with its default checks, through the launcher: ``variant`` is "with" or "without"
+    our plugin; the tree to check goes at the end (bench/run.py times the same command)."""
+    return [python, "-c", LAUNCHER, variant, "--isolated", "-j", jobs, "--exit-zero", "--output-file", output_file]
+
+
 def run_flake8(python: str, variant: str, torch_dir: Path, jobs: str, extra: list[str]) -> tuple[float, float, list[str]]:
     """(wall seconds, CPU seconds, output lines) of one flake8 run. CPU time (user + system, the
     worker processes included) is what the plugin costs even on a busy machine, where wall time
@@ -82,8 +88,7 @@ def run_flake8(python: str, variant: str, torch_dir: Path, jobs: str, extra: lis
     env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), *filter(None, [env.get("PYTHONPATH")])])
     with tempfile.TemporaryDirectory() as scratch:
         output = Path(scratch) / "flake8.txt"
-        command = [python, "-c", LAUNCHER, variant, "--isolated", "-j", jobs, "--exit-zero",
-                   "--output-file", str(output), *extra, str(torch_dir)]
+        command = [*flake8_command(python, variant, jobs, str(output)), *extra, str(torch_dir)]
         cpu_before = _children_cpu_seconds()
         start = time.perf_counter()
         # From an empty directory: `python -c` puts the current directory first on sys.path.

@@ -1,23 +1,30 @@
 #!/usr/bin/env python3
 """How fast is autograd-lint next to its peers, measured in one run on the same machine.
 
-For each tree (default: the installed torch package; add more with --tree), every command is
-run --rounds times, the rounds going through the commands in turn, and the median wall time is
-reported; then each runs once more for its peak memory (the sum of the proportional memory of
-the command's whole process tree, sampled every 5 ms: never while timing, which it would slow):
+For each tree, every command is run --rounds times (flake8, 40 times slower than the rest, at
+most --flake8-rounds times), the rounds going through the commands in turn, and the median wall
+time is reported; then each runs once more for its peak memory (the sum of the proportional
+memory of the command's whole process tree, sampled every 5 ms: never while timing, which it
+would slow):
 
 - floor: read every .py file's bytes (the least any linter must do), and `grep -r` for `Function`;
 - ruff: `ruff check --no-cache` with its default rules (the speed bar of the issue);
 - autograd-lint cold (`--no-cache`, all cores), cold serial (`--jobs 1`), warm (cache filled);
-- flake8's overhead with our plugin is measured by bench/flake8_overhead.py (it hides the
-  plugin's entry point for the "without" runs: flake8 runs every registered plugin whatever
-  --select says, so selecting codes cannot turn a plugin off).
+- flake8 (its default checks, all cores) without and with our plugin. The one reliable switch is
+  to hide the plugin's entry point for the "without" runs (bench/flake8_overhead.py's launcher):
+  flake8 runs every registered plugin whatever --select says. bench/flake8_overhead.py studies
+  that overhead more closely (CPU time, the plugin timed alone, the other findings compared).
 
-It prints a table with each time as a ratio to ruff's, and writes everything as JSON (--out).
-Usage, from the repository root with the venv active (ruff is needed: `pip install ruff`)::
+The trees: the installed torch package, then each of PEER_PACKAGES that is installed (published
+packages with Function classes of their own; `pip install --no-deps -r bench/requirements.txt`
+installs them without their dependencies, which nothing here imports). --tree replaces them.
 
-    python bench/run.py                          # torch, 5 rounds
-    python bench/run.py --rounds 3 --tree ~/src/kornia --out bench/results.json
+It prints a table per tree with each time as a ratio to ruff's, and writes everything as JSON
+(--out). Usage, from the repository root with the venv active::
+
+    pip install --no-deps -r bench/requirements.txt   # ruff, and the peer packages
+    python bench/run.py                                # torch and the peers, 5 rounds
+    python bench/run.py --rounds 3 --tree ~/src/kornia --no-flake8 --out bench/results.json
 
 This is a benchmark, not a test: nothing here asserts a number.
 """
@@ -38,13 +45,33 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from flake8_overhead import flake8_command  # noqa: E402  (bench/ is not a package)
+
+# Published packages with custom Function classes, benched after torch when installed.
+PEER_PACKAGES = ("kornia", "timm", "fairscale")
+FLAKE8_WITHOUT = "flake8 (default checks)"
+FLAKE8_WITH = "flake8 + autograd-lint plugin"
 
 
-def torch_dir() -> Path:
-    spec = importlib.util.find_spec("torch")  # without importing it
+def package_dir(name: str):
+    """The directory of an installed package, found without importing it (or None)."""
+    spec = importlib.util.find_spec(name)
     if spec is None or not spec.submodule_search_locations:
-        sys.exit("torch is not installed: pass --tree PATH")
+        return None
     return Path(next(iter(spec.submodule_search_locations)))
+
+
+def default_trees() -> list[Path]:
+    torch = package_dir("torch")
+    if torch is None:
+        sys.exit("torch is not installed: pass --tree PATH")
+    peers = {name: package_dir(name) for name in PEER_PACKAGES}
+    missing = [name for name, found in peers.items() if found is None]
+    if missing:
+        print(f"not installed, not benched: {', '.join(missing)} "
+              "(pip install --no-deps -r bench/requirements.txt)", flush=True)
+    return [torch, *(found for found in peers.values() if found is not None)]
 
 
 def run_timed(command: list[str], cwd: Path) -> float:
@@ -105,7 +132,7 @@ def read_all(tree: str) -> None:  # the floor: what reading every file costs
                     handle.read()
 
 
-def commands(tree: Path, cache_dir: Path) -> dict[str, list[str]]:
+def commands(tree: Path, cache_dir: Path, flake8: bool) -> dict[str, list[str]]:
     python = sys.executable
     lint = [python, "-m", "autograd_lint", "--quiet", "--exit-zero"]
     found = {
@@ -119,6 +146,9 @@ def commands(tree: Path, cache_dir: Path) -> dict[str, list[str]]:
     }
     if _ruff() is None:
         del found["ruff check (default rules)"]
+    if flake8:
+        for name, variant in ((FLAKE8_WITHOUT, "without"), (FLAKE8_WITH, "with")):
+            found[name] = [*flake8_command(python, variant, "auto", os.devnull), str(tree)]
     return found
 
 
@@ -137,18 +167,20 @@ def compile_bytecode() -> None:
         subprocess.run([sys.executable, "-m", "compileall", "-q", package], check=False)
 
 
-def bench_tree(tree: Path, rounds: int) -> dict:
+def bench_tree(tree: Path, rounds: int, flake8_rounds: int) -> dict:
     with tempfile.TemporaryDirectory() as scratch:
         cache_dir = Path(scratch) / "cache"
-        table = commands(tree, cache_dir)
+        table = commands(tree, cache_dir, flake8=flake8_rounds > 0)
         subprocess.run(table["autograd-lint warm"], cwd=REPO, capture_output=True)  # fill the cache
         # Rounds go through every command in turn: the machine's speed drifts (a shared host
         # can be 1.5x slower for minutes), and interleaving lets the drift hit all alike.
         times: dict[str, list[float]] = {name: [] for name in table}
         for round_number in range(1, rounds + 1):
-            for name, command in table.items():
-                times[name].append(run_timed(command, REPO))
-            print(f"  round {round_number}: " + ", ".join(f"{name} {times[name][-1]:.2f} s" for name in table),
+            timed = [name for name in table
+                     if name not in (FLAKE8_WITHOUT, FLAKE8_WITH) or round_number <= flake8_rounds]
+            for name in timed:
+                times[name].append(run_timed(table[name], REPO))
+            print(f"  round {round_number}: " + ", ".join(f"{name} {times[name][-1]:.2f} s" for name in timed),
                   flush=True)
         peaks = {name: run_sampling_memory(command, REPO) for name, command in table.items()}
         rows = {name: {"median_s": statistics.median(times[name]), "runs_s": times[name],
@@ -168,22 +200,32 @@ def print_table(result: dict) -> None:
         print(f"| {name} | {row['median_s']:.2f} | {ratio} | {row['peak_mb']:.0f} |")
     cold, warm = rows["autograd-lint cold"]["median_s"], rows["autograd-lint warm"]["median_s"]
     print(f"\nwarm / cold: {warm / cold:.3f}" + (f"   cold / ruff: {cold / ruff:.2f}" if ruff else ""))
+    if FLAKE8_WITH in rows:
+        with_plugin, without = rows[FLAKE8_WITH]["runs_s"], rows[FLAKE8_WITHOUT]["runs_s"]
+        print(f"flake8 with / without the plugin: {rows[FLAKE8_WITH]['median_s'] / rows[FLAKE8_WITHOUT]['median_s']:.3f}"
+              f" (per round: {', '.join(f'{w / wo:.3f}' for w, wo in zip(with_plugin, without))})")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tree", action="append", type=Path, help="a tree to lint (default: torch)")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--flake8-rounds", type=int, default=3,
+                        help="rounds of the flake8 commands, at most --rounds (default: 3)")
+    parser.add_argument("--no-flake8", action="store_true", help="leave the flake8 commands out")
     parser.add_argument("--out", type=Path, help="write the results as JSON here")
     args = parser.parse_args()
+    if args.rounds < 1 or args.flake8_rounds < 1:
+        parser.error("--rounds and --flake8-rounds must be at least 1")
+    flake8_rounds = 0 if args.no_flake8 else min(args.flake8_rounds, args.rounds)
     results = {
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
         "trees": [],
     }
     compile_bytecode()
-    for tree in args.tree or [torch_dir()]:
+    for tree in args.tree or default_trees():
         print(f"{tree} ({args.rounds} rounds)", flush=True)
-        results["trees"].append(bench_tree(tree.resolve(), args.rounds))
+        results["trees"].append(bench_tree(tree.resolve(), args.rounds, flake8_rounds))
     for tree_result in results["trees"]:
         print_table(tree_result)
     if args.out:
