@@ -122,7 +122,8 @@ def _hide_the_analysis_from_the_collector() -> None:
     ten times the plugin's own work (0.7 s); frozen, it is 5.6 s. ``gc.freeze()`` is what a
     forking server does before it forks: module-level objects live until exit anyway, and
     frozen objects are still freed by reference counting; only cyclic garbage that exists at
-    this moment would be kept, and a collection runs first."""
+    this moment would be kept, and a collection runs first. A process that runs flake8 again
+    and again (an editor's language server running it in-process) does this once."""
     global _analysis_hidden
     if not _analysis_hidden and "libcst" in sys.modules:
         _analysis_hidden = True
