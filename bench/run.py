@@ -43,6 +43,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Optional
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -54,7 +55,7 @@ FLAKE8_WITHOUT = "flake8 (default checks)"
 FLAKE8_WITH = "flake8 + autograd-lint plugin"
 
 
-def package_dir(name: str):
+def package_dir(name: str) -> Optional[Path]:
     """The directory of an installed package, found without importing it (or None)."""
     spec = importlib.util.find_spec(name)
     if spec is None or not spec.submodule_search_locations:
@@ -218,6 +219,9 @@ def main() -> int:
     if args.rounds < 1 or args.flake8_rounds < 1:
         parser.error("--rounds and --flake8-rounds must be at least 1")
     flake8_rounds = 0 if args.no_flake8 else min(args.flake8_rounds, args.rounds)
+    if flake8_rounds and importlib.util.find_spec("flake8") is None:
+        print("flake8 is not installed, not benched (pip install -e '.[test]')", flush=True)
+        flake8_rounds = 0
     results = {
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
         "trees": [],
