@@ -45,7 +45,10 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
             values = returned_values(ret.value, judge)
             if values is None and ret.value is not None and judge(ret.value) is T.TENSOR:
                 values = [ret.value]  # `return ctx.grad`: one tensor, whatever its count
-            if values and any(v is not None and not is_zero_gradient(v, judge) for v in values):
+            # A gradient is a value it knows to be a tensor: one from a side channel
+            # (`ctx.portal.use_grad()`, fairscale's pipeline) cannot be judged, and stays silent.
+            if values and any(v is not None and not is_zero_gradient(v, judge) and judge(v) is T.TENSOR
+                              for v in values):
                 yield module.at(
                     CODE, model, backward, ret,
                     f"backward returns a gradient without reading {', '.join(sorted(grads))}: "
