@@ -280,7 +280,7 @@ def render_report(result: dict, existing: str = "", command: str = "python bench
         lines.append("")
 
     for code, group in sorted(by_code.items()):
-        lines += [f"## {code} ({len(group)} errors)", "", "| package | file:line | message | verdict |", "|---|---|---|---|"]
+        lines += [f"## {code} ({len(group)} error{'s' if len(group) != 1 else ''})", "", "| package | file:line | message | verdict |", "|---|---|---|---|"]
         lines += [f"| {f.package} | `{f.path}:{f.line}` | {_escape(f.message)} | {_escape(verdicts[f])} |" for f in group]
         lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n"
