@@ -15,7 +15,8 @@ ruff's ecosystem check reports them.
 
 The report (``bench/ecosystem-findings.md``) lists every error-severity finding with a verdict
 written by hand. Writing it again keeps each verdict whose finding is still reported, at the same
-line or another, and the notes between the NOTES markers, so the hand-written part survives.
+line or another (or with a reworded message at the same line), and the notes between the NOTES
+markers, so the hand-written part survives.
 
 No downloads and no linting here: tests/test_ecosystem_compare.py tests it with small results.
 """
@@ -54,6 +55,7 @@ class Comparison:
     new: list[Finding]
     gone: list[Finding]
     moved: list[tuple[Finding, Finding]]  # (before, after)
+    not_compared: dict[str, str]  # package: why (linted in one result only, or the CLI failed)
 
     def counts(self, by: str) -> dict[str, dict[str, int]]:
         """{code or package: {"new": n, "gone": n, "moved": n}}; by is "code" or "package"."""
@@ -89,11 +91,20 @@ def compare(before: dict, after: dict) -> Comparison:
     Within one identity (package, file, code, message), findings at the same line are unchanged;
     the rest are paired in line order as moved, and what is left over is gone or new. Only
     packages linted in both results are compared: a package added to or dropped from the list
-    is not a change of the linter."""
-    packages = set(before.get("packages", {})) & set(after.get("packages", {}))
+    is not a change of the linter, nor is a package on which the CLI failed (exit status 2: its
+    findings would all read as gone)."""
+    not_compared = {}
+    for name in sorted(set(before.get("packages", {})) | set(after.get("packages", {}))):
+        for label, result, other in (("before", before, after), ("after", after, before)):
+            entry = result.get("packages", {}).get(name)
+            if entry is None:
+                not_compared[name] = f"linted {'after' if label == 'before' else 'before'} only"
+            elif entry.get("exit_status", 0) not in (0, 1):
+                not_compared[name] = f"the CLI failed {label} (exit status {entry['exit_status']})"
+    packages = set(before.get("packages", {})) & set(after.get("packages", {})) - set(not_compared)
     old = _by_identity(f for f in findings_of(before) if f.package in packages)
     new = _by_identity(f for f in findings_of(after) if f.package in packages)
-    comparison = Comparison(new=[], gone=[], moved=[])
+    comparison = Comparison(new=[], gone=[], moved=[], not_compared=not_compared)
     for identity in sorted(set(old) | set(new)):
         left, right = list(old.get(identity, [])), list(new.get(identity, []))
         for finding in list(left):
@@ -118,9 +129,10 @@ def _by_identity(findings: Iterable[Finding]) -> dict[tuple, list[Finding]]:
 def format_comparison(comparison: Comparison, before_name: str = "before", after_name: str = "after") -> str:
     """The changes as text: totals, a table per code and per package, then every change."""
     lines = [f"{before_name} -> {after_name}: {len(comparison.new)} new, {len(comparison.gone)} gone, "
-             f"{len(comparison.moved)} moved"]
+             f"{len(comparison.moved)} moved" + (" (no change)" if comparison.unchanged else "")]
+    lines += [f"not compared: {name} ({why})" for name, why in comparison.not_compared.items()]
     if comparison.unchanged:
-        return lines[0] + " (no change)\n"
+        return "\n".join(lines) + "\n"
     for by in ("code", "package"):
         lines += ["", f"| {by} | new | gone | moved |", "|---|---:|---:|---:|"]
         for key, counts in comparison.counts(by).items():
@@ -199,7 +211,8 @@ def read_notes(markdown: str) -> str:
 
 def assign_verdicts(findings: list[Finding], known: dict[tuple, list[tuple[int, str]]]) -> dict[Finding, str]:
     """The verdict of each finding, taken from the known row of the same identity nearest in
-    line (each known row used once); "" where none is left."""
+    line (each known row used once); failing that, from a row of the same package, file, code
+    and line whose message changed (a rule reworded: the code judged is the same); "" where none."""
     remaining = {identity: list(rows) for identity, rows in known.items()}
     verdicts: dict[Finding, str] = {}
     # Exact lines first, so that a finding that did not move keeps its own row.
@@ -215,6 +228,15 @@ def assign_verdicts(findings: list[Finding], known: dict[tuple, list[tuple[int, 
                 continue
             rows.remove(nearest)
             verdicts[finding] = nearest[1]
+    for finding in findings:
+        if finding in verdicts:
+            continue
+        for (package, path, code, _), rows in remaining.items():
+            same_line = next((row for row in rows if row[0] == finding.line), None)
+            if (package, path, code) == finding.identity[:3] and same_line is not None:
+                rows.remove(same_line)
+                verdicts[finding] = same_line[1]
+                break
     return {finding: verdicts.get(finding, "") for finding in findings}
 
 
@@ -245,7 +267,8 @@ def render_report(result: dict, existing: str = "", command: str = "python bench
         f"`{command}` downloads the pinned packages of `bench/ecosystem-packages.txt` (never importing",
         "them), lints each with the CLI and writes the findings as JSON; then",
         "`python bench/ecosystem.py report RESULT.json --write bench/ecosystem-findings.md` writes this",
-        "file again, keeping every verdict whose finding is still reported (at any line) and the notes.",
+        "file again, keeping every verdict whose finding is still reported (at any line, or reworded at",
+        "the same line) and the notes.",
         "Each error-severity finding below was read in its code and judged: `real` (a maintainer",
         "would act: crash, silently wrong gradient, leak, caller's tensor corrupted), `harmless here`",
         "(matches the rule's wording, no harm where it stands) or `false` (the rule's definition is not met).",

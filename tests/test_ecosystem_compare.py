@@ -69,6 +69,7 @@ def test_compare_sorts_findings_into_new_gone_and_moved():
     assert [(f.path, f.line) for f in comparison.gone] == [("torchgen/model.py", 10)]
     assert [(a.line, b.line, a.code) for a, b in comparison.moved] == [(5, 9, "AGL108")]
     # kornia was linted only in the second result: a package added to the list is not a change.
+    assert comparison.not_compared == {"kornia": "linted after only"}
     assert comparison.counts("code") == {"AGL104": {"new": 0, "gone": 1, "moved": 0},
                                          "AGL108": {"new": 0, "gone": 0, "moved": 1},
                                          "AGL201": {"new": 1, "gone": 0, "moved": 0}}
@@ -79,6 +80,15 @@ def test_compare_sorts_findings_into_new_gone_and_moved():
 def test_a_result_compared_with_itself_is_unchanged():
     assert ecosystem_compare.compare(BEFORE, BEFORE).unchanged
     assert "no change" in ecosystem_compare.format_comparison(ecosystem_compare.compare(AFTER, AFTER))
+
+
+def test_a_package_on_which_the_cli_failed_is_not_compared():
+    failed = json.loads(json.dumps(AFTER))
+    failed["packages"]["torch"].update(exit_status=2, findings=[])
+    comparison = ecosystem_compare.compare(BEFORE, failed)
+    assert comparison.gone == [] and comparison.moved == []  # torch's findings are not "gone"
+    assert comparison.not_compared["torch"] == "the CLI failed after (exit status 2)"
+    assert "not compared: torch (the CLI failed after (exit status 2))" in ecosystem_compare.format_comparison(comparison)
 
 
 def test_same_identity_several_times_pairs_exact_lines_first():
@@ -156,6 +166,14 @@ def test_verdicts_read_back_exactly_what_was_written():
     assert ecosystem_compare.render_report(AFTER, again) == again
     assert ecosystem_compare.assign_verdicts(findings, ecosystem_compare.read_verdicts(again)) == {
         f: f"harmless here: {number}" for number, f in enumerate(findings)}
+
+
+def test_a_verdict_survives_a_reworded_message_at_the_same_line_only():
+    known = {("torch", "torchgen/model.py", "AGL104", "old wording"): [(10, "false: torchgen's Type")],
+             ("torch", "torch/x.py", "AGL108", "old wording"): [(5, "real")]}
+    reworded = [ecosystem_compare.Finding("torch", "torchgen/model.py", 10, "AGL104", "error", "new wording"),
+                ecosystem_compare.Finding("torch", "torch/x.py", 6, "AGL108", "error", "new wording")]
+    assert list(ecosystem_compare.assign_verdicts(reworded, known).values()) == ["false: torchgen's Type", ""]
 
 
 @pytest.mark.parametrize("cell, kind", [("real", "real"), ("Real: leaks the graph", "real"),
