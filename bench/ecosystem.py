@@ -288,9 +288,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     reporting.add_argument("result", type=Path)
     reporting.add_argument("--write", type=Path, metavar="MARKDOWN",
                            help="write (keeping the verdicts and notes already there) instead of printing")
-    args = parser.parse_args(argv if argv is not None else (sys.argv[1:] or ["run"]))
-    if args.command is None:  # options without a subcommand: those of run
-        args = parser.parse_args(["run", *(argv if argv is not None else sys.argv[1:])])
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or (argv[0] not in commands.choices and argv[0] not in ("-h", "--help")):
+        argv.insert(0, "run")  # run is the default: `ecosystem.py --select ALL` is `run --select ALL`
+    args = parser.parse_args(argv)
 
     if args.command == "compare":
         comparison = ecosystem_compare.compare(ecosystem_compare.load_result(args.before),
