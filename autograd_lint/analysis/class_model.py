@@ -478,7 +478,7 @@ def build_function_model(
     unknown_base = info.has_unknown_function_base or any(b.unknown_base for b in bases) or (
         len(bases) < len(info.function_bases)
     )
-    remote_bases = [b.split(".")[-1] for b in info.function_bases if b not in local_models]
+    remote_bases = [info.base_keys[b] for b in info.function_bases if b not in local_models and b in info.base_keys]
     remote_bases += [n for base in bases if base.unknown_base for n in base.remote_bases]
     inherited = project.inherited(remote_bases) if project is not None and remote_bases else None
     style = "new" if "setup_context" in methods or (inherited and "setup_context" in inherited[0]) else "legacy"
