@@ -83,7 +83,7 @@ def absolute(target: str, module: ModuleName) -> Optional[str]:
     rest = target.lstrip(".")
     level = len(target) - len(rest)
     parts = module.package.split(".") if module.package else []
-    if level - 1 > len(parts) or (level - 1 == len(parts) and not rest):
+    if level - 1 >= len(parts):  # `from ... import X` above the top-level package: ImportError
         return None
     base = parts[: len(parts) - (level - 1)]
     return ".".join(base + ([rest] if rest else [])) or None
