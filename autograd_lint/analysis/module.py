@@ -103,7 +103,8 @@ def analyse_module(path: str, text: str, tree: Optional[ast.Module], project: Pr
             # libcst's own message gives positions inside the class snippet: not useful here.
             analysis.unparsed.append((info.node.lineno, info.name))
             continue
-        model = build_function_model(info, snippet, index.imports.qualify, local_models, project)
+        model = build_function_model(info, snippet, index.imports.qualify, local_models, project,
+                                     key=f"{module_name.name}.{info.name}")
         local_models[info.name] = model
         analysis.classes.append(model)
     return analysis

@@ -135,6 +135,9 @@ class ModuleIndex:
     classes: list[ClassInfo]
     # Name written before `.apply(...)` -> argument counts of each such call (None: not countable)
     apply_arg_counts: dict[str, list[Optional[int]]] = field(default_factory=dict)
+    # Name written before `.apply(...)` -> for each call, the kind of each positional argument
+    # (``literal_kind``; "*" from a starred argument on: any number of anything)
+    apply_arg_kinds: dict[str, list[tuple[str, ...]]] = field(default_factory=dict)
     instantiations: list[tuple[str, CallSite]] = field(default_factory=list)
     gradcheck_calls: list[GradcheckCall] = field(default_factory=list)
     # Function class name -> lines of its `.apply(...)` calls (which helper functions apply it)
@@ -476,6 +479,8 @@ def _collect_calls(
             count = len(call.args) + len(call.keywords) if countable else None
             # Keyed by the name as written: the project facts resolve it in this module's scope.
             index.apply_arg_counts.setdefault(parts[0], []).append(count)
+            index.apply_arg_kinds.setdefault(parts[0], []).append(tuple(
+                "*" if isinstance(a, ast.Starred) else literal_kind(a) for a in call.args))
             index.apply_lines.setdefault(parts[0], []).append(call.lineno)
         elif len(parts) == 1 and func in function_names and func not in rebound:
             index.instantiations.append((func, _site(call)))
@@ -484,6 +489,25 @@ def _collect_calls(
             parts[-1] in ("gradcheck", "gradgradcheck") and qualified.startswith("torch.")
         ):
             index.gradcheck_calls.append(_gradcheck_call(call, scope, parts[-1], index, function_defs))
+
+
+_LITERAL_TYPES = (bool, int, float, complex, str, bytes)
+
+
+def literal_kind(node: ast.AST) -> str:
+    """What an argument is when it is a literal: "int", "float", "str", "bool", "None",
+    "tuple" (of literals)...; "other" for anything else."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, (int, float, complex))):
+            return "other"
+    if isinstance(node, ast.Constant):
+        if node.value is None:
+            return "None"
+        return type(node.value).__name__ if isinstance(node.value, _LITERAL_TYPES) else "other"
+    if isinstance(node, ast.Tuple) and all(literal_kind(e) != "other" for e in node.elts):
+        return "tuple"
+    return "other"
 
 
 def _gradcheck_call(

@@ -29,6 +29,7 @@ class FileFacts:
     classes: list[tuple[str, list[str], bool, list[str]]] = field(default_factory=list)
     symbols: ModuleSymbols = field(default_factory=ModuleSymbols)
     apply_arg_counts: dict[str, list[Optional[int]]] = field(default_factory=dict)  # by name as written
+    apply_arg_kinds: dict[str, list[tuple[str, ...]]] = field(default_factory=dict)  # the same, per argument
     gradchecked_names: set[str] = field(default_factory=set)
     # module-level function -> names it applies (`def cube(x): return Cube.apply(x)`), so a
     # gradcheck of the helper in another file reaches the class.
@@ -49,6 +50,9 @@ class ProjectFacts:
     names: NameTable = field(default_factory=NameTable)
     subclassed_keys: frozenset[str] = frozenset()  # Function classes some other class derives from
     apply_arg_counts: dict[str, list[Optional[int]]] = field(default_factory=dict)
+    # Function class -> the kind of each positional argument of each `.apply(...)` call
+    # (module_index.literal_kind): what callers pass, for input_evidence
+    apply_arg_kinds: dict[str, list[tuple[str, ...]]] = field(default_factory=dict)
     gradchecked_keys: frozenset[str] = frozenset()
     bases: dict[str, list[str]] = field(default_factory=dict)  # Function class -> its Function bases
     # Function classes directly derived from torch's Function (their chain ends there)
@@ -85,6 +89,20 @@ class ProjectFacts:
             if key not in self.roots:
                 pending.extend(self.bases.get(key, []))
         return methods, attrs
+
+    def literal_kinds(self, class_key: str, position: int) -> Optional[frozenset[str]]:
+        """The kinds of literal that every ``.apply(...)`` call of the class in the linted
+        files passes at ``position``; None when there is no call, or one passes anything else
+        there (a name, an expression, nothing: the default, or a starred argument)."""
+        calls = self.apply_arg_kinds.get(class_key)
+        if not calls:
+            return None
+        kinds = set()
+        for call in calls:
+            if position >= len(call) or "*" in call[: position + 1] or call[position] == "other":
+                return None
+            kinds.add(call[position])
+        return frozenset(kinds)
 
     def defines(self, class_key: str, member: str) -> bool:
         """Does the class, or one of its bases in any linted file, define ``member``? (methods
@@ -149,6 +167,7 @@ class ProjectFacts:
             keys |= new
 
         apply_counts: dict[str, list[Optional[int]]] = {}
+        apply_kinds: dict[str, list[tuple[str, ...]]] = {}
         gradchecked_names: set[str] = set()
         gradchecked: set[str] = set()
         helpers: dict[str, set[str]] = {}
@@ -159,6 +178,7 @@ class ProjectFacts:
                 key = scope.function_key(name)
                 if key is not None:
                     apply_counts.setdefault(key, []).extend(counts)
+                    apply_kinds.setdefault(key, []).extend(facts.apply_arg_kinds.get(name, ()))
             gradchecked_names |= facts.gradchecked_names
             gradchecked |= {key for key in map(scope.function_key, facts.gradchecked_names) if key is not None}
             for name, applied in facts.helpers.items():
@@ -184,6 +204,7 @@ class ProjectFacts:
             function_names=frozenset(function_names),
             subclassed_keys=frozenset(b for found in function_bases.values() for b in found),
             apply_arg_counts=apply_counts,
+            apply_arg_kinds=apply_kinds,
             gradchecked_keys=frozenset(gradchecked),
         )
 
@@ -201,6 +222,7 @@ def facts_from_index(index: ModuleIndex) -> FileFacts:
         facts.class_members[info.name] = (set(info.methods), _ctx_attributes_set(info.node))
     facts.symbols = index.symbols
     facts.apply_arg_counts = {k: list(v) for k, v in index.apply_arg_counts.items()}
+    facts.apply_arg_kinds = {k: list(v) for k, v in index.apply_arg_kinds.items()}
     for call in index.gradcheck_calls:
         facts.gradchecked_names |= call.reached_names
     apply_lines = sorted(line for lines in index.apply_lines.values() for line in lines)
