@@ -210,3 +210,20 @@ def test_the_cache_tells_two_copies_of_one_file_apart(tmp_path):
     # come from the cache, each under its own module's name.
     write(tmp_path / "tree", {"notes.py": "x = 1\n"})
     assert _agl104(tmp_path, *cache) == cold
+
+
+def test_imports_across_folders_without_init_files(tmp_path):
+    """Namespace packages (no ``__init__.py``): each file is a top-level module by its path, and
+    imports written for the package find its modules by their tail."""
+    write(tmp_path / "repo", {
+        "mylib/__init__.py": "from .ops import MyFn\n",
+        "mylib/ops.py": FUNCTION.format(name="MyFn"),
+        "nslib/kernels.py": FUNCTION.format(name="Kernel"),
+        "nslib/layers.py": "from .kernels import Kernel\n",
+        "tests/test_lib.py": "from mylib import MyFn\n",
+    })
+    (tmp_path / "repo" / "__init__.py").write_text("")  # the root is a package: modules are repo.*
+    _, scopes = project_of(tmp_path / "repo")
+    assert scopes["nslib/layers.py"].function_key("Kernel") == "kernels.Kernel"
+    # `tests` is no package, so test_lib is a top-level module: `mylib` is repo.mylib's tail.
+    assert scopes["tests/test_lib.py"].function_key("MyFn") == "repo.mylib.ops.MyFn"

@@ -151,8 +151,11 @@ class NameTable:
         module, _, name = target.rpartition(".")
         if not module:
             return None
-        found = [key for key in self.by_name.get(name, ()) if _same_tail(key.rpartition(".")[0], module)]
-        return found[0] if len(found) == 1 else None
+        found = {key for key in self.by_name.get(name, ()) if _same_tail(key.rpartition(".")[0], module)}
+        if not found:  # re-exported by a package of that name (`from mylib import MyFn`)
+            reexporters = [m for m in set(self.exports) | set(self.star_exports) if _same_tail(m, module)]
+            found = {k for k in (self.lookup(f"{m}.{name}") for m in reexporters) if k is not None}
+        return found.pop() if len(found) == 1 else None
 
     def by_name_alone(self, name: str, module: ModuleName) -> Optional[str]:
         """The one Function class named ``name`` in ``module``'s top-level package or in one it
@@ -193,7 +196,10 @@ class Scope:
         if head in symbols.imports:
             target = absolute(symbols.imports[head], self.module)
             if target is None:
-                return None
+                # A relative import above the packages we know of (a folder without
+                # `__init__.py`, imported as a namespace package): its module by the tail.
+                written = symbols.imports[head].lstrip(".") + ("." + rest if rest else "")
+                return table.by_suffix(written)
             target += "." + rest if rest else ""
             found = table.lookup(target)
             if found is not None or table.in_project(target):
