@@ -88,9 +88,7 @@ _INDEX_CONVERSIONS = frozenset({"long", "int", "bool", "short", "byte"})
 _INDEX_DTYPES = re.compile(r"^torch\.(u?int(8|16|32|64)|long|int|short|bool)$")
 _INDEX_ANNOTATION = re.compile(r"\b(Long|Int|Bool|Byte|Short)Tensor\b")
 # Names real code gives integer and boolean index tensors (flash-attn's cu_seqlens, PyG's index).
-_INDEX_NAME = re.compile(
-    r"^(cu_seqlens\w*|\w*seqlens?|\w*_?(idx|idxs|index|indices|ids|offsets|perm|positions|lengths|lens))$"
-)
+_INDEX_NAME = re.compile(r"^(cu_seqlens\w*|(\w+_)?(seqlens?|idx|idxs|index|indices|ids|perm))$")
 
 
 class Reads(enum.IntEnum):
