@@ -29,7 +29,7 @@ import libcst as cst
 
 from autograd_lint.analysis.flow import VIEW_METHODS, _is_basic_index
 from autograd_lint.analysis.syntax import code_children, dotted, is_ctx_attr, is_none, positional_args
-from autograd_lint.analysis.tensorness import NON_TENSOR_ATTRIBUTES, NON_TENSOR_METHODS, T
+from autograd_lint.analysis.tensorness import NON_TENSOR_ATTRIBUTES, T
 
 if TYPE_CHECKING:
     from autograd_lint.analysis.class_model import FunctionModel, Method
@@ -136,7 +136,9 @@ class ProvenanceModel:
         model = self.model
         inputs = [p.name for p in model.inputs or []]
         if method.name == "forward" and name in self._returned_names(method):
-            return Provenance(Origin.OUTPUT, self._output_position(method, name))
+            # An output marked non-differentiable gets no grad_fn: no cycle, only shared storage.
+            return Provenance(Origin.OUTPUT, self._output_position(method, name),
+                              detached=name in self._non_differentiable_names())
         if method.name == "setup_context":
             params = [p.name for p in method.params]
             if len(params) >= 3 and name == params[2]:
@@ -182,6 +184,15 @@ class ProvenanceModel:
                         names.add(element.value)
             self._returned[key] = names
         return self._returned[key] or set()
+
+    def _non_differentiable_names(self) -> set[str]:
+        names: set[str] = set()
+        for method in self.model.forward_methods:
+            ctx_names = self.model.ctx_names(method)
+            for call in method.nodes_of(cst.Call):
+                if is_ctx_attr(call.func, ctx_names, "mark_non_differentiable"):
+                    names |= {a.value.value for a in call.args if isinstance(a.value, cst.Name)}
+        return names
 
     def _output_position(self, forward: "Method", name: str) -> Optional[int]:
         positions = set()
