@@ -162,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Lint PyTorch custom torch.autograd.Function classes. "
         "Static analysis only: never imports your code or torch.",
         epilog="selectors: codes (AGL201), prefixes (AGL2) or ALL, comma-separated;\n"
-        "  opt-in rules (AGL305, AGL502) are enabled only by their full code or ALL.\n"
+        "  opt-in rules (AGL207, AGL305, AGL502) are enabled only by their full code or ALL.\n"
         "exit status: 0 no findings, 1 findings, 2 usage, config or internal error.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -8,7 +8,7 @@ What the plugin decides itself:
 
 - **Which rules run**: the defaults, adjusted by ``[tool.autograd-lint]`` (``select``,
   ``extend-select``, ``ignore``, ``extend-ignore``, ``per-file-ignores``) of the nearest
-  ``pyproject.toml`` above the file, so editor and CLI agree. The opt-in rules (AGL305,
+  ``pyproject.toml`` above the file, so editor and CLI agree. The opt-in rules (AGL207, AGL305,
   AGL502) also run when flake8's ``--select``/``--extend-select`` names them in full: flake8
   shows every AGL code by default, so a prefix must not switch them on (as in the CLI).
 - **Columns**: flake8 adds 1 to the column a plugin yields; ours are 1-based already.

@@ -94,7 +94,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("torch_dir", nargs="?", type=Path,
                         help="the torch package directory (default: found with importlib.util.find_spec)")
     parser.add_argument("--select-all", action="store_true",
-                        help="pass --select ALL (opt-in rules AGL305 and AGL502 included)")
+                        help="pass --select ALL (opt-in rules AGL207, AGL305 and AGL502 included)")
     parser.add_argument("--out", type=Path, help="write the CLI's JSON report to this file")
     parser.add_argument("--python", default=sys.executable,
                         help="interpreter that runs the CLI (default: this one)")

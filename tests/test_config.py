@@ -35,12 +35,14 @@ def enabled(*layers: SelectorLayer) -> set[str]:
 def test_default_selection_is_everything_but_the_opt_in_rules():
     default = Selection.default()
     assert not default.is_enabled("AGL305") and not default.is_enabled("AGL502")
+    assert not default.is_enabled("AGL207")
     assert default.is_enabled("AGL000") and default.is_enabled("AGL201")
-    assert enabled() == DEFAULTS == set(RULES) - {"AGL305", "AGL502"}
+    assert enabled() == DEFAULTS == set(RULES) - {"AGL207", "AGL305", "AGL502"}
 
 
 def test_select_prefix_enables_that_group_only():
-    assert enabled(SelectorLayer(select=("AGL2",))) == {c for c in RULES if c.startswith("AGL2")}
+    opt_in = {c for c, info in RULES.items() if not info.default_enabled}
+    assert enabled(SelectorLayer(select=("AGL2",))) == {c for c in RULES if c.startswith("AGL2")} - opt_in
 
 
 def test_prefix_does_not_turn_on_opt_in_rules_but_full_code_and_all_do():
@@ -48,12 +50,14 @@ def test_prefix_does_not_turn_on_opt_in_rules_but_full_code_and_all_do():
     assert "AGL305" not in enabled(SelectorLayer(extend_select=("AGL",)))
     assert "AGL305" in enabled(SelectorLayer(select=("AGL3", "AGL305")))
     assert "AGL502" in enabled(SelectorLayer(extend_select=("AGL502",)))
+    assert "AGL207" not in enabled(SelectorLayer(select=("AGL2",)))
+    assert "AGL207" in enabled(SelectorLayer(extend_select=("AGL207",)))
     assert enabled(SelectorLayer(select=("ALL",))) == set(RULES)
 
 
 def test_more_specific_selector_wins_either_way():
     assert enabled(SelectorLayer(select=("AGL2",), ignore=("AGL201",))) == {
-        c for c in RULES if c.startswith("AGL2")} - {"AGL201"}
+        c for c in RULES if c.startswith("AGL2")} - {"AGL201", "AGL207"}
     assert enabled(SelectorLayer(select=("AGL201",), ignore=("AGL2",))) == {"AGL201"}
     assert enabled(SelectorLayer(ignore=("AGL",), extend_select=("AGL101",))) == {"AGL101"}
 

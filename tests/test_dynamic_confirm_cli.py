@@ -37,6 +37,7 @@ EVIDENCE = {
     "AGL107": r"returned \(None\) although needs_input_grad=\(True,\)",
     "AGL108": r"is the same when grad_output is doubled",
     "AGL201": r"ctx\.\w+ is a Tensor \(4, 5\) float64 kept as an attribute",
+    "AGL207": r"ctx\.\w+ is a Tensor \(4, 5\) float64 kept as an attribute",
     "AGL202": r"^TypeError: save_for_backward can only save variables, but argument 1 is of type int "
               r"\(with declared inputs @example #1, on which forward raises\)$",
     "AGL203": r"ctx\.saved_tensors was read during forward/setup_context and gave tuple \(\)",

@@ -65,6 +65,7 @@ ORIGINAL_EVIDENCE = {
     "AGL101": r"returned an incorrect number of gradients \(expected \d+, got \d+\)",
     "AGL104": r"DeprecationWarning|Legacy autograd function",
     "AGL201": r"^ctx\.\w+ is a Tensor .* kept as an attribute",
+    "AGL207": r"^ctx\.\w+ is a Tensor .* kept as an attribute",
     "AGL202": r"TypeError: save_for_backward can only save variables",
     "AGL301": r"grad_output 0 changed in place by backward",
     "AGL302": r"saved tensor 0 \((input|output) 0\) changed in place by backward",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Callable, Optional, Union
+from typing import TYPE_CHECKING, Callable, Optional, Union
 
 import libcst as cst
 
@@ -27,6 +27,9 @@ from autograd_lint.analysis.input_evidence import (
     judge_parameter,
 )
 from autograd_lint.analysis.tensorness import T, TensorJudge
+
+if TYPE_CHECKING:
+    from autograd_lint.analysis.provenance import ProvenanceModel
 
 METHOD_NAMES = ("forward", "backward", "setup_context", "jvp", "vjp")
 SAVED_TENSORS = ("saved_tensors", "saved_variables")
@@ -416,12 +419,20 @@ class FunctionModel:
 
     @cached_property
     def tensor_ctx_attributes(self) -> set[str]:
-        """ctx attributes that forward/setup_context certainly set to a tensor (AGL201's findings)."""
+        """ctx attributes that forward/setup_context certainly set to a tensor (AGL201/AGL207's findings)."""
         result = set()
         for attr_set in self.ctx_attribute_sets:
             if attr_set.value is not None and self.judge(attr_set.method)(attr_set.value) is T.TENSOR:
                 result.add(attr_set.attr)
         return result
+
+    @cached_property
+    def provenance(self) -> "ProvenanceModel":
+        """Where ctx and saved tensors came from (input, output, private) and how backward uses
+        them: what tells a harmful instance of AGL201/AGL302 from a harmless one."""
+        from autograd_lint.analysis.provenance import ProvenanceModel
+
+        return ProvenanceModel(self)
 
     def is_saved_tensors(self, node: cst.CSTNode, method: Method) -> bool:
         return (type(node) is cst.Attribute and node.attr.value in SAVED_TENSORS

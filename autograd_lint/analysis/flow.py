@@ -159,8 +159,12 @@ class AliasTracker:
         is_source: Callable[[cst.BaseExpression], bool] = lambda _: False,
         unpacks_sources: Callable[[cst.BaseExpression], bool] = lambda _: False,
         qualify: Callable[[str], str] = lambda name: name,
+        unpacks_element: Optional[Callable[[cst.BaseExpression, int], bool]] = None,
     ) -> None:
         self.initial = frozenset(initial)
+        # When given, `a, b = value` tracks only the elements it accepts (one saved tensor of
+        # several), instead of every name `unpacks_sources` would give.
+        self.unpacks_element = unpacks_element
         self.is_source = is_source  # e.g. ctx.saved_tensors[0]
         self.unpacks_sources = unpacks_sources  # e.g. ctx.saved_tensors in `a, b = ...`
         self.qualify = qualify
@@ -250,6 +254,15 @@ class AliasTracker:
                     aliases = self._bind(t, v.value, aliases)
                 return aliases
             bound = set().union(*(_bound_names(n) for n in names)) if names else set()
+            if value is not None and self.unpacks_element is not None:
+                starred = False
+                for i, element in enumerate(target.elements):
+                    starred = starred or isinstance(element, cst.StarredElement)
+                    if not starred and self.unpacks_element(value, i):
+                        aliases = aliases | _bound_names(element.value)
+                    else:
+                        aliases = aliases - _bound_names(element.value)
+                return aliases
             if value is not None and self.unpacks_sources(value):
                 return aliases | bound
             return aliases - bound

@@ -1,4 +1,4 @@
-"""AGL201: keep a tensor with ``save_for_backward`` instead of as a ctx attribute (unsafe).
+"""AGL201 and AGL207: keep a tensor with ``save_for_backward`` instead of as a ctx attribute (unsafe).
 
 ``ctx.x = x`` becomes ``ctx.save_for_backward(x)`` (or ``x`` is appended to the one
 ``save_for_backward(...)`` call already there, and the assignment goes), and backward reads the
@@ -68,7 +68,7 @@ def fix(context: FixContext, finding: Finding) -> Optional[Fix]:
     # Claiming forward's name serialises the fixes of one class: two of them in one round would
     # each add a save call of their own, and the second would replace what the first saves.
     claim = {function.name: function.name}
-    return Fix("AGL201", safe=False, edits={**claim, **edits, **back_edits})
+    return Fix(finding.code, safe=False, edits={**claim, **edits, **back_edits})
 
 
 def _starts_at(method: Method, node: cst.CSTNode, finding: Finding) -> bool:

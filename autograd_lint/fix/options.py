@@ -8,7 +8,7 @@ from dataclasses import dataclass
 # The codes that have a fixer (fix/registry.py; a test keeps the two equal). Kept here, free of
 # libcst, so that a run that has nothing to fix never loads the fixers.
 FIXABLE_CODES = frozenset({
-    "AGL101", "AGL103", "AGL104", "AGL201", "AGL202", "AGL301", "AGL302", "AGL304", "AGL402", "AGL501",
+    "AGL101", "AGL103", "AGL104", "AGL201", "AGL202", "AGL207", "AGL301", "AGL302", "AGL304", "AGL402", "AGL501",
 })
 
 

@@ -18,6 +18,7 @@ FIXERS: dict[str, Fixer] = {
     "AGL104": agl104.fix,
     "AGL201": agl201.fix,
     "AGL202": agl202.fix,
+    "AGL207": agl201.fix,  # the same rewrite: the tensor goes to save_for_backward
     "AGL301": clone.fix,
     "AGL302": clone.fix,
     "AGL304": agl304.fix,

@@ -32,7 +32,7 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
                 problem = _problem(1, [None], required, len(inputs), passed)
                 if problem:
                     yield module.at_def(CODE, model, backward,
-                                        f"backward has no return (returns None: 1 value) {problem} ({names})")
+                                        f"backward has no return (returns None: 1 value) {problem} ({names}); {_RAISES}")
             continue
         judge = model.judge(backward)
         for ret in reachable_returns(backward):
@@ -42,7 +42,10 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
             problem = _problem(len(values), values, required, len(inputs), passed)
             if problem:
                 yield module.at(CODE, model, backward, ret,
-                                f"backward returns {plural(len(values), 'value')} {problem} ({names})")
+                                f"backward returns {plural(len(values), 'value')} {problem} ({names}); {_RAISES}")
+
+
+_RAISES = "backward raises 'returned an incorrect number of gradients'"
 
 
 def _problem(count: int, values: list, required: int, total: int, passed: list[int]) -> Optional[str]:

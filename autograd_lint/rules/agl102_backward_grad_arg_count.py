@@ -22,5 +22,6 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
         yield module.at_def(
             CODE, model, backward,
             f"backward takes {plural(len(grads), 'gradient')} after ctx but forward returns "
-            f"{plural(outputs, 'output')}: PyTorch passes one gradient per output",
+            f"{plural(outputs, 'output')}: PyTorch passes one gradient per output, so calling backward "
+            f"raises TypeError",
         )

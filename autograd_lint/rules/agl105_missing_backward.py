@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Iterator
 
 from autograd_lint.analysis.class_model import FunctionModel
@@ -26,11 +27,32 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
             continue
         if module.key_of(model) in module.project.subclassed_keys or model.name in local_bases:
             continue  # a base class: its subclasses provide backward
+        if "symbolic" in members:
+            continue  # an ONNX export stub: `symbolic` is all it is for
+        if _is_namespace(model, module):
+            continue
         yield module.at_class(
             CODE, model,
             f"{model.name} defines forward but no backward (or vjp): backward through it raises "
             f"'You must implement either the backward or vjp method'",
         )
+
+
+# Names real code gives forward's ctx parameter.
+_CTX_NAME = re.compile(r"^_*(ctx|cxt|context|self)\w*$")
+
+
+def _is_namespace(model: FunctionModel, module: ModuleAnalysis) -> bool:
+    """A class used only as a namespace for static functions: its forward takes no ctx (no
+    setup_context either) and no linted code applies it, so backward is never needed."""
+    forward = model.forward
+    if forward is None or model.style != "legacy" or forward.star_args is not None:
+        return False
+    if forward.params and _CTX_NAME.match(forward.params[0].name):
+        return False
+    if model.name in module.project.apply_arg_counts:
+        return False
+    return re.search(rf"\b{re.escape(model.name)}\.apply\b", module.text) is None
 
 
 def _members_with_bases(model: FunctionModel) -> set[str]:

@@ -21,12 +21,13 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
             yield module.at_def(
                 CODE, model, setup,
                 "setup_context is defined but forward still takes ctx: with setup_context, "
-                "forward takes only the inputs",
+                "forward takes only the inputs (apply raises TypeError, or the inputs shift by one)",
             )
         elif setup.star_args is None and not _accepts_three(setup):
             yield module.at_def(
                 CODE, model, setup,
-                f"setup_context takes {len(setup.params)} parameters: it must take exactly (ctx, inputs, output)",
+                f"setup_context takes {len(setup.params)} parameters: it must take exactly (ctx, inputs, output) "
+                f"(apply raises TypeError)",
             )
 
 

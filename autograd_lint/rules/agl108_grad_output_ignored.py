@@ -52,5 +52,6 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
                 yield module.at(
                     CODE, model, backward, ret,
                     f"backward returns a gradient without reading {', '.join(sorted(grads))}: "
-                    f"multiply by the incoming gradient (chain rule)",
+                    f"multiply by the incoming gradient (chain rule); the gradient is silently wrong whenever "
+                    f"the incoming gradient is not all ones",
                 )

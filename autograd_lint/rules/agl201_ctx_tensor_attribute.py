@@ -1,24 +1,26 @@
-"""AGL201 ctx-tensor-attribute: a tensor stored as a ctx attribute instead of with save_for_backward."""
+"""AGL201 ctx-tensor-attribute: a tensor kept as a ctx attribute where that does harm: forward's
+output (a reference cycle), or an input that gets a gradient or whose values backward reads (an
+in-place change after forward goes unnoticed)."""
 
 from __future__ import annotations
 
 from typing import Iterator
 
 from autograd_lint.analysis.module import ModuleAnalysis
-from autograd_lint.analysis.tensorness import T
 from autograd_lint.findings import Finding
+from autograd_lint.rules._ctx_tensor import ctx_tensors
 
 CODE = "AGL201"
 
 
 def check(module: ModuleAnalysis) -> Iterator[Finding]:
     for model in module.classes:
-        for attr_set in model.ctx_attribute_sets:
-            if attr_set.method.inherited or attr_set.value is None:
-                continue
-            if model.judge(attr_set.method)(attr_set.value) is T.TENSOR:
-                yield module.at(
-                    CODE, model, attr_set.method, attr_set.statement,
-                    f"ctx.{attr_set.attr} holds a tensor: use ctx.save_for_backward(...) "
-                    f"(a ctx attribute skips the in-place check and can leak the graph)",
-                )
+        for found in ctx_tensors(model):
+            if found.harm is None:
+                continue  # AGL207's
+            attr_set = found.attr_set
+            yield module.at(
+                CODE, model, attr_set.method, attr_set.statement,
+                f"ctx.{attr_set.attr} holds a tensor outside save_for_backward; {found.harm}. "
+                f"Use ctx.save_for_backward(...)",
+            )

@@ -31,5 +31,5 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
                     yield module.at(
                         CODE, model, backward, node,
                         f"unpacks ctx.saved_tensors into {plural(len(names.elements), 'name')} but "
-                        f"save_for_backward saves {plural(saved, 'tensor')}",
+                        f"save_for_backward saves {plural(saved, 'tensor')}: the unpacking raises ValueError in backward",
                     )

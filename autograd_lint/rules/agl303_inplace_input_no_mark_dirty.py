@@ -25,6 +25,11 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
             continue  # mark_dirty with something we cannot read: trust it
         # Only inputs known to be tensors: `n += 1` on a plain number is no in-place write.
         tensors = {name for name, verdict in model.input_tensorness.items() if verdict is T.TENSOR}
+        # An input backward never returns a gradient for is a buffer forward fills (running
+        # statistics, an output buffer): autograd differentiates nothing through it here, and any
+        # other op that saved it still raises on its version counter, so nothing is silent.
+        positions = {p.name: i for i, p in enumerate(model.inputs)}
+        tensors = {n for n in tensors if model.provenance.input_gets_gradient(positions[n])}
         for write in input_writes(model, forward, tensors - dirty):
             if write.through_data:
                 continue  # `x.data[i] = v`: a deliberate write past autograd (real-code-idioms.md)

@@ -23,6 +23,7 @@ CONFIRMERS: dict[str, Callable[[Subject], Result]] = {
     "AGL108": backward_values.grad_output_ignored,
     "AGL201": ctx_state.ctx_tensor_attribute,
     "AGL202": ctx_state.save_non_tensor,
+    "AGL207": ctx_state.ctx_tensor_attribute,  # AGL201's check: a tensor among the ctx attributes
     "AGL203": ctx_state.saved_tensors_in_forward,
     "AGL204": ctx_state.save_twice,
     "AGL205": ctx_state.saved_count_mismatch,

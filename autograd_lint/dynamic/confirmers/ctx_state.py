@@ -20,7 +20,7 @@ from autograd_lint.dynamic.confirmers.probe import (
 
 
 def ctx_tensor_attribute(subject: Subject) -> Result:
-    """AGL201: a tensor among the ctx attributes after apply (``save_for_backward`` tensors are
+    """AGL201 and AGL207: a tensor among the ctx attributes after apply (``save_for_backward`` tensors are
     not attributes). Says when it is an input (no in-place check) or an output (a cycle)."""
     applied = apply(subject)
     attributes = vars(applied.require_ctx())

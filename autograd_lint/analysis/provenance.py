@@ -1,0 +1,528 @@
+"""Where a tensor that forward keeps for backward came from, and what backward does with it.
+
+The rules about ctx attributes (AGL201/AGL207) and saved tensors (AGL302) report an error only
+when a concrete harm follows, and the harm depends on where the tensor came from:
+
+- forward's **output** (or a view of it) kept on ctx: ctx -> output -> ``output.grad_fn`` (the
+  ctx) is a reference cycle, so the graph stays alive until the cyclic garbage collector runs;
+  written in place in backward, it changes a tensor the caller holds;
+- a forward **input** (or a view of it): the caller holds it too. Kept on ctx, an in-place change
+  after forward silently corrupts the gradient when backward reads its values or returns it a
+  gradient; written in place in backward, the caller's tensor changes;
+- a **private** tensor that forward made itself (a torch op, arithmetic, a comparison): nobody
+  else holds it, so neither happens;
+- **unknown**: anything else (a helper's result, a ctx attribute read back): rules stay quiet.
+
+Views are followed through the view methods and basic indexing that ``flow.VIEW_METHODS``
+lists, in-place methods (which return their receiver), ``.to``/``.float``-style conversions
+(which may return the receiver) and ``torch.<view function>(x, ...)``.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterable, Optional
+
+import libcst as cst
+
+from autograd_lint.analysis.flow import VIEW_METHODS, _is_basic_index
+from autograd_lint.analysis.syntax import code_children, dotted, is_ctx_attr, is_none, positional_args
+from autograd_lint.analysis.tensorness import NON_TENSOR_ATTRIBUTES, T
+
+if TYPE_CHECKING:
+    from autograd_lint.analysis.class_model import FunctionModel, Method
+
+
+class Origin(enum.Enum):
+    INPUT = "input"
+    OUTPUT = "output"
+    PRIVATE = "private"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class Provenance:
+    origin: Origin
+    position: Optional[int] = None  # the input's position; for OUTPUT the output's, if known
+    view: bool = False  # a view or alias of it, not the very object
+    detached: bool = False  # an alias that shares only its storage (``.detach()``, ``.data``): no ``_base``
+    local: Optional[str] = None  # PRIVATE: the local name that holds it (to match a saved one)
+
+    def same_tensor(self, other: "Provenance") -> bool:
+        """Both certainly refer to the same tensor (its storage)."""
+        if self.origin is not other.origin or self.origin is Origin.UNKNOWN:
+            return False
+        if self.origin is Origin.PRIVATE:
+            return self.local is not None and self.local == other.local
+        return self.position == other.position
+
+
+UNKNOWN = Provenance(Origin.UNKNOWN)
+
+# Conversions that return the receiver itself when nothing changes (same dtype and device).
+_MAY_ALIAS_METHODS = frozenset(
+    {"to", "type_as", "float", "double", "half", "bfloat16", "cpu", "cuda", "long", "int", "bool",
+     "short", "byte", "char", "requires_grad_", "as_subclass", "view_as_real", "view_as_complex"}
+)
+# torch.<name>(x, ...) functions that return a view of their first argument.
+_VIEW_FUNCTIONS = frozenset(
+    {"reshape", "flatten", "unflatten", "squeeze", "unsqueeze", "transpose", "permute", "narrow",
+     "select", "t", "detach", "as_strided", "diagonal", "movedim", "swapaxes", "swapdims",
+     "view_as_real", "view_as_complex", "real", "imag", "broadcast_to"}
+)
+# Reading these of a tensor is reading its metadata, not its values.
+METADATA_ATTRIBUTES = NON_TENSOR_ATTRIBUTES - {"grad_fn", "_version"}
+METADATA_METHODS = frozenset(
+    {"size", "dim", "ndimension", "numel", "nelement", "stride", "storage_offset", "element_size",
+     "get_device", "is_contiguous", "is_floating_point", "is_complex", "is_signed", "type", "dim_order"}
+)
+# Calls whose `index` argument (second positional, or `index=`) is an index tensor.
+_INDEXING_CALLS = frozenset(
+    {"index_select", "gather", "scatter", "scatter_", "scatter_add", "scatter_add_", "scatter_reduce",
+     "index_add", "index_add_", "index_copy", "index_copy_", "index_fill", "index_fill_", "take",
+     "take_along_dim", "embedding", "index_put", "index_put_"}
+)
+_INDEX_CONVERSIONS = frozenset({"long", "int", "bool", "short", "byte"})
+_INDEX_DTYPES = re.compile(r"^torch\.(u?int(8|16|32|64)|long|int|short|bool)$")
+_INDEX_ANNOTATION = re.compile(r"\b(Long|Int|Bool|Byte|Short)Tensor\b")
+# Names real code gives integer and boolean index tensors (flash-attn's cu_seqlens, PyG's index).
+_INDEX_NAME = re.compile(r"^(cu_seqlens\w*|(\w+_)?(seqlens?|idx|idxs|index|indices|ids|perm))$")
+
+
+class Reads(enum.IntEnum):
+    """How backward uses a tensor, ordered: the strongest use wins."""
+
+    NONE = 0
+    METADATA = 1  # only .shape / .dtype / .device / .size() / .dim() ...
+    VALUES = 2
+
+
+class ProvenanceModel:
+    """Provenance facts of one Function class (built lazily by ``FunctionModel.provenance``)."""
+
+    def __init__(self, model: "FunctionModel") -> None:
+        self.model = model
+        self._returned: dict[str, Optional[set[str]]] = {}
+
+    # ---- provenance of expressions in forward / setup_context ------------------------------
+    def of(self, method: "Method", node: Optional[cst.BaseExpression],
+           _visiting: frozenset[str] = frozenset()) -> Provenance:
+        """Where the tensor ``node`` (an expression of forward or setup_context) came from."""
+        if node is None:
+            return UNKNOWN
+        if isinstance(node, cst.Name):
+            return self._name(method, node.value, _visiting)
+        if method.name == "setup_context":
+            position = _subscript_position(node)
+            if position is not None and isinstance(node, cst.Subscript):
+                if self._is_param(method, node.value, 1):
+                    return Provenance(Origin.INPUT, position)
+                if self._is_param(method, node.value, 2):
+                    return Provenance(Origin.OUTPUT, position)
+        base = _aliased(node, self.model.qualify)
+        if base is not None:
+            found = self.of(method, base, _visiting)
+            if found.origin in (Origin.INPUT, Origin.OUTPUT):
+                return Provenance(found.origin, found.position, view=True,
+                                  detached=found.detached or _detaches(node, self.model.qualify))
+            return Provenance(found.origin, found.position, found.view, found.local)
+        if self._is_fresh(method, node):
+            return Provenance(Origin.PRIVATE)
+        return UNKNOWN
+
+    def _name(self, method: "Method", name: str, visiting: frozenset[str]) -> Provenance:
+        model = self.model
+        inputs = [p.name for p in model.inputs or []]
+        if method.name == "forward" and name in self._returned_names(method):
+            # An output marked non-differentiable gets no grad_fn: no cycle, only shared storage.
+            return Provenance(Origin.OUTPUT, self._output_position(method, name),
+                              detached=name in self._non_differentiable_names())
+        if method.name == "setup_context":
+            params = [p.name for p in method.params]
+            if len(params) >= 3 and name == params[2]:
+                return Provenance(Origin.OUTPUT, 0 if model.output_count == 1 else None)
+            unpacked = self._unpacked_output(method, name)
+            if unpacked is not None:
+                return unpacked
+            if name in model.setup_context_inputs and name not in visiting:
+                source = model.setup_context_inputs[name]
+                return Provenance(Origin.INPUT, inputs.index(source)) if source in inputs else UNKNOWN
+        is_input = method.name == "forward" and name in inputs
+        if name in visiting:
+            # `x = x.contiguous()`: the x on the right is the value before, the input's if any.
+            return Provenance(Origin.INPUT, inputs.index(name)) if is_input else UNKNOWN
+        bindings = model.judge(method).assignments.get(name, [])
+        found: list[Provenance] = [Provenance(Origin.INPUT, inputs.index(name))] if is_input else []
+        for value in bindings:
+            if not isinstance(value, cst.BaseExpression):
+                return UNKNOWN
+            found.append(self.of(method, value, visiting | {name}))
+        if not found:
+            return UNKNOWN
+        first = found[0]
+        if all(f.origin is first.origin and f.position == first.position for f in found):
+            if first.origin is Origin.PRIVATE:
+                return Provenance(Origin.PRIVATE, local=name if len(found) == 1 else None)
+            return Provenance(first.origin, first.position, any(f.view for f in found),
+                              any(f.detached for f in found))
+        return UNKNOWN
+
+    def _returned_names(self, forward: "Method") -> set[str]:
+        """Names forward returns, as themselves or as the base of a returned view."""
+        key = forward.name
+        if key not in self._returned:
+            names: set[str] = set()
+            for ret in forward.returns:
+                value = ret.value
+                elements = [e.value for e in value.elements] if isinstance(value, (cst.Tuple, cst.List)) else [value]
+                for element in elements:
+                    while element is not None and not isinstance(element, cst.Name):
+                        element = _aliased(element, self.model.qualify)
+                    if element is not None:
+                        names.add(element.value)
+            self._returned[key] = names
+        return self._returned[key] or set()
+
+    def _non_differentiable_names(self) -> set[str]:
+        names: set[str] = set()
+        for method in self.model.forward_methods:
+            ctx_names = self.model.ctx_names(method)
+            for call in method.nodes_of(cst.Call):
+                if is_ctx_attr(call.func, ctx_names, "mark_non_differentiable"):
+                    names |= {a.value.value for a in call.args if isinstance(a.value, cst.Name)}
+        return names
+
+    def _output_position(self, forward: "Method", name: str) -> Optional[int]:
+        positions = set()
+        for ret in forward.returns:
+            value = ret.value
+            if isinstance(value, (cst.Tuple, cst.List)):
+                positions |= {i for i, e in enumerate(value.elements) if isinstance(e.value, cst.Name)
+                              and e.value.value == name}
+            elif isinstance(value, cst.Name) and value.value == name:
+                positions.add(0)
+        return positions.pop() if len(positions) == 1 else None
+
+    def _unpacked_output(self, setup: "Method", name: str) -> Optional[Provenance]:
+        """``out, lse = output`` in setup_context: each name is one of forward's outputs."""
+        if len(setup.params) < 3:
+            return None
+        output = setup.params[2].name
+        for node in setup.nodes_of(cst.Assign):
+            if isinstance(node.value, cst.Name) and node.value.value == output:
+                for target in node.targets:
+                    if isinstance(target.target, (cst.Tuple, cst.List)):
+                        for i, element in enumerate(target.target.elements):
+                            if isinstance(element.value, cst.Name) and element.value.value == name:
+                                return Provenance(Origin.OUTPUT, i)
+        return None
+
+    @staticmethod
+    def _is_param(method: "Method", node: cst.BaseExpression, index: int) -> bool:
+        return (isinstance(node, cst.Name) and len(method.params) > index
+                and node.value == method.params[index].name)
+
+    def _is_fresh(self, method: "Method", node: cst.BaseExpression) -> bool:
+        """A new tensor forward made: a torch op, a tensor method, arithmetic or a comparison."""
+        judge = self.model.judge(method)
+        if judge(node) is not T.TENSOR:
+            return False
+        if isinstance(node, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison)):
+            return True
+        if isinstance(node, cst.Call):
+            name = dotted(node.func)
+            if name is not None and self.model.qualify(name).startswith("torch."):
+                return True
+            return isinstance(node.func, cst.Attribute) and judge(node.func.value) is T.TENSOR
+        if isinstance(node, cst.Subscript):
+            return True  # advanced indexing (basic indexing is a view, followed above)
+        return False
+
+    # ---- ctx attributes and saved tensors ----------------------------------------------------
+    def ctx_attribute(self, attr: str) -> Provenance:
+        """Provenance of ``ctx.<attr>``: the same on every assignment, else unknown."""
+        sets = [s for s in self.model.ctx_attribute_sets if s.attr == attr]
+        found = [self.of(s.method, s.value) for s in sets]
+        if not found or any(f != found[0] for f in found):
+            return UNKNOWN
+        return found[0]
+
+    def saved_position(self, position: int) -> Provenance:
+        """Provenance of the tensor ``save_for_backward`` keeps at ``position``."""
+        found = []
+        for call in self.model.save_calls:
+            if call.args is None or position >= len(call.args):
+                return UNKNOWN
+            found.append(self.of(call.method, call.args[position]))
+        if not found or any(f != found[0] for f in found):
+            return UNKNOWN
+        return found[0]
+
+    def is_saved(self, method: "Method", value: Optional[cst.BaseExpression]) -> bool:
+        """``value`` is (a view of) a tensor that save_for_backward also keeps: the saved copy is
+        checked for in-place changes and seen by saved-tensor hooks."""
+        if value is None:
+            return False
+        mine = self.of(method, value)
+        root = _root_name(value, self.model.qualify)
+        for call in self.model.save_calls:
+            for arg in call.args or []:
+                if root is not None and call.method is method and _root_name(arg, self.model.qualify) == root:
+                    return True
+                if mine.same_tensor(self.of(call.method, arg)):
+                    return True
+        return False
+
+    # ---- inputs ---------------------------------------------------------------------------
+    def input_gets_gradient(self, position: int) -> bool:
+        """backward may return a gradient for input ``position``: it is not ``None`` there on
+        every return (a return we cannot read counts as a gradient)."""
+        backward = self.model.backward
+        if backward is None or not backward.returns:
+            return True
+        judge = self.model.judge(backward)
+        for ret in backward.returns:
+            value = ret.value
+            if value is None or is_none(value):
+                continue
+            if not isinstance(value, cst.Tuple) or any(isinstance(e, cst.StarredElement) for e in value.elements):
+                return True
+            if position >= len(value.elements):
+                return True
+            if not _certainly_none(value.elements[position].value, judge.assignments):
+                return True
+        return False
+
+    def gradient_inputs(self) -> Optional[int]:
+        """How many inputs backward may return a gradient for (None when the inputs are unknown)."""
+        inputs = self.model.inputs
+        if inputs is None:
+            return None
+        return sum(1 for i in range(len(inputs)) if self.input_gets_gradient(i))
+
+    def is_index_tensor(self, position: int) -> bool:
+        """Input ``position`` looks like an integer or boolean index tensor: annotated
+        ``LongTensor``/``BoolTensor``, named like ``cu_seqlens``/``indices``, converted with
+        ``.long()``/``.int()``/``.bool()`` or to an integer dtype in forward, or used only as an
+        index. A heuristic, so callers use it only to lower a severity."""
+        inputs = self.model.inputs or []
+        if position >= len(inputs):
+            return False
+        param = inputs[position]
+        if param.annotation and _INDEX_ANNOTATION.search(param.annotation):
+            return True
+        if _INDEX_NAME.match(param.name):
+            return True
+        forward = self.model.forward
+        if forward is None:
+            return False
+        uses = [n for n in _name_uses(forward, param.name)]
+        for use, parent in uses:
+            if isinstance(parent, cst.Attribute) and parent.attr.value in _INDEX_CONVERSIONS:
+                return True
+            if isinstance(parent, cst.Attribute) and parent.attr.value == "to":
+                call = _call_of(forward, parent)
+                if call is not None and any(_INDEX_DTYPES.match(self.model.qualify(dotted(a.value) or ""))
+                                            for a in call.args):
+                    return True
+        value_uses = [(u, p) for u, p in uses if _use_kind(u, p, forward) is not _UseKind.METADATA]
+        return bool(value_uses) and all(_use_kind(u, p, forward) is _UseKind.INDEX for u, p in value_uses)
+
+    # ---- backward's reads -----------------------------------------------------------------
+    def backward_reads(self, attr: str) -> Reads:
+        """How backward (and jvp/vjp) read ``ctx.<attr>``: not at all, only its metadata, or its
+        values. ctx handed to other code counts as reading values."""
+        result = Reads.NONE
+        for name in ("backward", "jvp", "vjp"):
+            method = self.model.method(name)
+            if method is None:
+                continue
+            ctx_names = self.model.ctx_names(method)
+            parents = _parents(method)
+            for node in method.nodes_of(cst.Call):
+                if any(isinstance(a.value, cst.Name) and a.value.value in ctx_names for a in node.args):
+                    return Reads.VALUES
+            for node in method.nodes_of(cst.Attribute):
+                if not is_ctx_attr(node, ctx_names, attr):
+                    continue
+                parent = parents.get(id(node))
+                result = max(result, self._read_kind(method, node, parent, parents))
+                if result is Reads.VALUES:
+                    return result
+        return result
+
+    def _read_kind(self, method: "Method", node: cst.CSTNode, parent: Optional[cst.CSTNode],
+                   parents: dict[int, cst.CSTNode]) -> Reads:
+        kind = _use_kind(node, parent, method, parents)
+        if kind is _UseKind.METADATA:
+            return Reads.METADATA
+        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
+            # `x = ctx.x`: how backward uses x
+            local = parent.targets[0].target.value
+            result = Reads.NONE
+            for use, use_parent in _name_uses(method, local, parents):
+                result = max(result, Reads.METADATA if _use_kind(use, use_parent, method, parents)
+                             is _UseKind.METADATA else Reads.VALUES)
+            return result
+        return Reads.VALUES
+
+
+class _UseKind(enum.Enum):
+    METADATA = "metadata"
+    INDEX = "index"
+    OTHER = "other"
+
+
+def _use_kind(node: cst.CSTNode, parent: Optional[cst.CSTNode], method: "Method",
+              parents: Optional[dict[int, cst.CSTNode]] = None) -> _UseKind:
+    if isinstance(parent, cst.Attribute) and parent.value is node:
+        if parent.attr.value in METADATA_ATTRIBUTES:
+            return _UseKind.METADATA
+        if parent.attr.value in METADATA_METHODS and _call_of(method, parent, parents) is not None:
+            return _UseKind.METADATA
+    if isinstance(parent, cst.Call) and dotted(parent.func) == "len":
+        return _UseKind.METADATA
+    if isinstance(parent, cst.Index):
+        return _UseKind.INDEX  # x[idx]
+    if isinstance(parent, cst.Arg):
+        call = (parents or _parents(method)).get(id(parent))
+        if isinstance(call, cst.Call) and _is_index_argument(call, parent):
+            return _UseKind.INDEX
+    return _UseKind.OTHER
+
+
+def _is_index_argument(call: cst.Call, arg: cst.Arg) -> bool:
+    """``arg`` is the index of an indexing call: ``x.gather(dim, idx)``, ``torch.gather(x, dim,
+    idx)``, ``F.embedding(idx, weight)``, or ``index=idx``."""
+    name = (dotted(call.func) or "").rsplit(".", 1)[-1] if dotted(call.func) else (
+        call.func.attr.value if isinstance(call.func, cst.Attribute) else "")
+    if name not in _INDEXING_CALLS:
+        return False
+    if arg.keyword is not None:
+        return arg.keyword.value == "index"
+    positional = positional_args(call)
+    at = next((i for i, a in enumerate(positional) if a is arg), None)
+    if at is None:
+        return False
+    if name == "embedding":
+        return at == 0
+    if name in ("take", "take_along_dim"):
+        return at == (0 if _is_method_call(call) else 1)
+    return at == (1 if _is_method_call(call) else 2)
+
+
+def _is_method_call(call: cst.Call) -> bool:
+    """``x.gather(...)`` on a tensor rather than ``torch.gather(...)``/``F.embedding(...)``."""
+    name = dotted(call.func) or ""
+    return isinstance(call.func, cst.Attribute) and not name.startswith(("torch.", "F.", "nn.functional."))
+
+
+def _certainly_none(value: cst.BaseExpression, assignments: dict) -> bool:
+    if is_none(value):
+        return True
+    if isinstance(value, cst.Name):
+        bound = assignments.get(value.value)
+        return bool(bound) and all(isinstance(b, cst.BaseExpression) and is_none(b) for b in bound)
+    return False
+
+
+def _aliased(node: cst.BaseExpression, qualify) -> Optional[cst.BaseExpression]:
+    """The tensor ``node`` is a view or alias of, or None when it is not one."""
+    if isinstance(node, cst.Attribute) and node.attr.value in VIEW_METHODS:
+        return node.value
+    if isinstance(node, cst.Subscript) and _is_basic_index(node):
+        return node.value
+    if isinstance(node, cst.Call):
+        func = node.func
+        name = dotted(func)
+        if name is not None and "." in name:
+            qualified = qualify(name)
+            namespace, _, last = qualified.rpartition(".")
+            if namespace == "torch" and last in _VIEW_FUNCTIONS:
+                args = positional_args(node)
+                return args[0].value if args else None
+            if namespace == "torch":
+                return None
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            if method in VIEW_METHODS or method in _MAY_ALIAS_METHODS:
+                return func.value
+            if method.endswith("_") and not method.startswith("_"):
+                return func.value  # in-place methods return their receiver
+    return None
+
+
+def _detaches(node: cst.BaseExpression, qualify) -> bool:
+    """``x.detach()``, ``x.data``, ``torch.detach(x)``: the result shares x's storage but does not
+    keep x as its ``_base``."""
+    if isinstance(node, cst.Attribute):
+        return node.attr.value == "data"
+    if isinstance(node, cst.Call):
+        name = dotted(node.func)
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "detach":
+            return name is None or not qualify(name).startswith("torch.") or qualify(name) == "torch.detach"
+    return False
+
+
+def _root_name(node: cst.BaseExpression, qualify) -> Optional[str]:
+    while node is not None and not isinstance(node, cst.Name):
+        node = _aliased(node, qualify)
+    return node.value if node is not None else None
+
+
+def _subscript_position(node: cst.BaseExpression) -> Optional[int]:
+    if isinstance(node, cst.Subscript) and len(node.slice) == 1:
+        index = node.slice[0].slice
+        if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
+            return int(index.value.value)
+    return None
+
+
+def _parents(method: "Method") -> dict[int, cst.CSTNode]:
+    """id(node) -> its parent, over the method's own nodes."""
+    cached = method.__dict__.get("_provenance_parents")
+    if cached is None:
+        cached = {}
+        for node in [method.node.body, *method.nodes]:
+            if type(node) in (cst.FunctionDef, cst.Lambda, cst.ClassDef) and node is not method.node:
+                continue
+            for child in code_children(node):
+                cached[id(child)] = node
+        method.__dict__["_provenance_parents"] = cached
+    return cached
+
+
+def _call_of(method: "Method", func: cst.Attribute,
+             parents: Optional[dict[int, cst.CSTNode]] = None) -> Optional[cst.Call]:
+    parent = (parents or _parents(method)).get(id(func))
+    return parent if isinstance(parent, cst.Call) and parent.func is func else None
+
+
+def _name_uses(method: "Method", name: str,
+               parents: Optional[dict[int, cst.CSTNode]] = None) -> Iterable[tuple[cst.Name, Optional[cst.CSTNode]]]:
+    """Each read of the local ``name`` in ``method`` with its parent node (targets left out)."""
+    parents = parents or _parents(method)
+    targets = set()
+    for node in method.nodes_of(cst.AssignTarget, cst.AnnAssign, cst.AugAssign):
+        target = node.target
+        stack = [target]
+        while stack:
+            current = stack.pop()
+            if isinstance(current, cst.Name):
+                targets.add(id(current))
+            elif isinstance(current, (cst.Tuple, cst.List)):
+                stack.extend(e.value for e in current.elements)
+            elif isinstance(current, cst.StarredElement):
+                stack.append(current.value)
+    for node in method.nodes_of(cst.Name):
+        if node.value != name or id(node) in targets:
+            continue
+        parent = parents.get(id(node))
+        if isinstance(parent, cst.Attribute) and parent.attr is node:
+            continue  # `a.name`: an attribute, not the local
+        if isinstance(parent, (cst.Arg,)) and parent.keyword is node:
+            continue
+        yield node, parent
+

@@ -1,0 +1,59 @@
+"""What AGL201 and AGL207 share: each tensor that forward keeps as a ctx attribute, and the harm
+that follows from where it came from (see analysis/provenance.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Optional
+
+from autograd_lint.analysis.class_model import CtxAttributeSet, FunctionModel
+from autograd_lint.analysis.provenance import Origin, Reads
+from autograd_lint.analysis.tensorness import T
+
+
+@dataclass
+class CtxTensor:
+    attr_set: CtxAttributeSet
+    harm: Optional[str]  # the concrete harm (AGL201), or None: only hooks miss it (AGL207)
+
+
+def ctx_tensors(model: FunctionModel) -> Iterator[CtxTensor]:
+    """Every ctx attribute set to a tensor in the class's own forward/setup_context, unless the
+    same tensor also goes to save_for_backward (then the saved copy is checked and hooked)."""
+    provenance = model.provenance
+    for attr_set in model.ctx_attribute_sets:
+        if attr_set.method.inherited or attr_set.value is None:
+            continue
+        if model.judge(attr_set.method)(attr_set.value) is not T.TENSOR:
+            continue
+        if provenance.is_saved(attr_set.method, attr_set.value):
+            continue
+        yield CtxTensor(attr_set, _harm(model, attr_set))
+
+
+def _harm(model: FunctionModel, attr_set: CtxAttributeSet) -> Optional[str]:
+    provenance = model.provenance
+    origin = provenance.of(attr_set.method, attr_set.value)
+    if origin.origin is Origin.OUTPUT and not origin.detached:
+        what = "a view of forward's output" if origin.view else "forward's output"
+        return (f"it is {what}: ctx -> output -> output.grad_fn (this ctx) is a reference cycle, so "
+                f"the graph and its tensors stay alive until the cyclic garbage collector runs")
+    if origin.origin is Origin.OUTPUT:
+        if provenance.backward_reads(attr_set.attr) is not Reads.VALUES:
+            return None
+        return ("it shares the storage of forward's output, and backward reads its values: an in-place "
+                "change to the output after forward silently corrupts the gradient, where "
+                "save_for_backward would raise")
+    if origin.origin is not Origin.INPUT or origin.position is None:
+        return None
+    inputs = model.inputs or []
+    name = inputs[origin.position].name if origin.position < len(inputs) else f"#{origin.position}"
+    what = f"forward input `{name}`" + (" (or a view of it)" if origin.view else "")
+    if provenance.input_gets_gradient(origin.position):
+        why = "which receives a gradient"
+    elif provenance.backward_reads(attr_set.attr) is Reads.VALUES and not provenance.is_index_tensor(origin.position):
+        why = "whose values backward reads"
+    else:
+        return None
+    return (f"it is {what}, {why}: an in-place change to it after forward silently corrupts the "
+            f"gradient, where save_for_backward would raise")
