@@ -6,7 +6,7 @@ from typing import Iterator
 
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.findings import Finding
-from autograd_lint.rules._common import all_outputs_non_differentiable, plural
+from autograd_lint.rules._common import all_outputs_non_differentiable, plural, raises_only
 
 CODE = "AGL102"
 
@@ -15,6 +15,8 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
     for model in module.classes:
         backward, grads, outputs = model.own("backward"), model.grad_params, model.output_count
         if backward is None or grads is None or outputs is None or all_outputs_non_differentiable(model):
+            continue
+        if raises_only(backward):  # calling it fails either way: a TypeError instead of its own error
             continue
         required = sum(1 for p in grads if not p.has_default)
         if required <= outputs <= len(grads):
