@@ -12,7 +12,7 @@ import ast
 import bisect
 import re
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Optional
+from typing import Iterable, Iterator, Optional
 
 from autograd_lint.analysis.ast_walk import walk
 from autograd_lint.analysis.names import ModuleName, ModuleSymbols, NameTable, Scope
@@ -480,7 +480,7 @@ def _collect_calls(
             # Keyed by the name as written: the project facts resolve it in this module's scope.
             index.apply_arg_counts.setdefault(parts[0], []).append(count)
             index.apply_arg_kinds.setdefault(parts[0], []).append(tuple(
-                "*" if isinstance(a, ast.Starred) else literal_kind(a) for a in call.args))
+                "*" if isinstance(a, ast.Starred) else argument_kind(a, scope, index.tree) for a in call.args))
             index.apply_lines.setdefault(parts[0], []).append(call.lineno)
         elif len(parts) == 1 and func in function_names and func not in rebound:
             index.instantiations.append((func, _site(call)))
@@ -507,6 +507,74 @@ def literal_kind(node: ast.AST) -> str:
         return type(node.value).__name__ if isinstance(node.value, _LITERAL_TYPES) else "other"
     if isinstance(node, ast.Tuple) and all(literal_kind(e) != "other" for e in node.elts):
         return "tuple"
+    return "other"
+
+
+_SCALAR_ANNOTATIONS = {"int", "float", "bool", "str"}
+
+
+def argument_kind(node: ast.AST, scope: ast.AST, tree: ast.Module) -> str:
+    """``literal_kind``, and also for ``self.attr`` in a method when the class sets that attribute
+    once, in ``__init__``, from a literal or from a parameter annotated (or, unannotated,
+    defaulted) as a scalar: ``self.im2col_step`` after ``def __init__(self, im2col_step: int = 64)``
+    is an int at every call, whatever forward's annotation says."""
+    if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"):
+        return literal_kind(node)
+    owner = _class_of(scope, tree)
+    if owner is None:
+        return "other"
+    assigned = [
+        (method, value)
+        for method in owner.body if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for value in _self_assignments(method, node.attr)
+    ]
+    if len(assigned) != 1 or assigned[0][0].name != "__init__":
+        return "other"
+    init, value = assigned[0]
+    if value is None:  # augmented or unpacked: not one clean binding
+        return "other"
+    if isinstance(value, ast.Name):
+        return _parameter_kind(init.args, value.id)
+    return literal_kind(value)
+
+
+def _class_of(scope: ast.AST, tree: ast.Module) -> Optional[ast.ClassDef]:
+    for statement in tree.body:
+        if isinstance(statement, ast.ClassDef) and any(item is scope for item in statement.body):
+            return statement
+    return None
+
+
+def _self_assignments(method: ast.AST, attr: str) -> Iterator[Optional[ast.AST]]:
+    """Each write of ``self.<attr>`` in the method: the value bound, or None when it is not a
+    plain ``self.attr = value``."""
+    for node in ast.walk(method):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                for leaf in ast.walk(target):
+                    if _is_self_attribute(leaf, attr):
+                        yield node.value if leaf is target else None
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and _is_self_attribute(node.target, attr):
+            yield node.value if isinstance(node, ast.AnnAssign) else None
+
+
+def _is_self_attribute(node: ast.AST, attr: str) -> bool:
+    return (isinstance(node, ast.Attribute) and node.attr == attr
+            and isinstance(node.value, ast.Name) and node.value.id == "self")
+
+
+def _parameter_kind(arguments: ast.arguments, name: str) -> str:
+    positional = arguments.posonlyargs + arguments.args
+    defaults = dict(zip([a.arg for a in positional][len(positional) - len(arguments.defaults):], arguments.defaults))
+    defaults.update({a.arg: d for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None})
+    for parameter in positional + arguments.kwonlyargs:
+        if parameter.arg != name:
+            continue
+        annotation = parameter.annotation
+        if annotation is not None:
+            return annotation.id if isinstance(annotation, ast.Name) and annotation.id in _SCALAR_ANNOTATIONS else "other"
+        default = defaults.get(name)
+        return literal_kind(default) if default is not None else "other"
     return "other"
 
 
