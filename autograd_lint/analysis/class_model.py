@@ -147,6 +147,17 @@ class CtxAttributeSet:
     value: Optional[cst.BaseExpression]  # None when not readable (setattr with a variable, AugAssign)
     statement: cst.CSTNode
     method: Method
+    # Set for one element of a container stored on ctx (``ctx.tensors = (None, B)`` gives the
+    # whole tuple, then ``B`` at index 1): its position (negative after a starred element, counted
+    # from the end) or its dict key. Each element is a value ctx holds, as ``ctx.x = x`` is.
+    index: Union[int, str, None] = None
+
+    @property
+    def shown(self) -> str:
+        """How the value is written when read back: ``ctx.x``, ``ctx.tensors[1]``, ``ctx.d["a"]``."""
+        if self.index is None:
+            return f"ctx.{self.attr}"
+        return f"ctx.{self.attr}[{self.index!r}]" if isinstance(self.index, str) else f"ctx.{self.attr}[{self.index}]"
 
 
 @dataclass
@@ -408,9 +419,65 @@ class FunctionModel:
         """ctx attributes that forward/setup_context certainly set to a tensor (AGL201's findings)."""
         result = set()
         for attr_set in self.ctx_attribute_sets:
+            if attr_set.index is not None:
+                continue  # an element: the attribute itself holds the container
             if attr_set.value is not None and self.judge(attr_set.method)(attr_set.value) is T.TENSOR:
                 result.add(attr_set.attr)
         return result
+
+    @cached_property
+    def ctx_containers(self) -> dict[str, tuple[Optional[int], dict[Union[int, str], T]]]:
+        """ctx attributes that forward/setup_context set once, to a tuple/list/dict display:
+        attribute -> (its length, None for a dict or with a starred element; the tensor-ness of
+        each element by position or key). What backward reads back from ``ctx.tensors[1]`` or
+        ``a, b = ctx.cache``."""
+        whole_sets: dict[str, list[CtxAttributeSet]] = {}
+        for attr_set in self.ctx_attribute_sets:
+            if attr_set.index is None:
+                whole_sets.setdefault(attr_set.attr, []).append(attr_set)
+        result = {}
+        for attr, sets in whole_sets.items():
+            value = sets[0].value
+            if len(sets) != 1 or not isinstance(value, (cst.Tuple, cst.List, cst.Dict)):
+                continue
+            judge = self.judge(sets[0].method)
+            elements = {index: judge(element) for index, element in container_elements(value)}
+            fixed = isinstance(value, (cst.Tuple, cst.List)) and not any(
+                isinstance(e, cst.StarredElement) for e in value.elements)
+            result[attr] = (len(value.elements) if fixed else None, elements)
+        return result
+
+    def ctx_element(self, node: cst.CSTNode, ctx_names: frozenset[str]) -> Optional[T]:
+        """The tensor-ness of ``ctx.tensors[1]`` / ``ctx.d["a"]`` read outside forward, from what
+        forward stored there; None when ``node`` is no such read."""
+        if not (isinstance(node, cst.Subscript) and is_ctx_attr(node.value, ctx_names) and len(node.slice) == 1):
+            return None
+        container = self.ctx_containers.get(node.value.attr.value)
+        index = node.slice[0].slice
+        if container is None or not isinstance(index, cst.Index):
+            return None
+        key: Union[int, str, None] = None
+        if isinstance(index.value, cst.Integer):
+            key = int(index.value.value)
+        elif isinstance(index.value, cst.UnaryOperation) and isinstance(index.value.operator, cst.Minus) \
+                and isinstance(index.value.expression, cst.Integer):
+            key = -int(index.value.expression.value)
+        elif isinstance(index.value, cst.SimpleString) and isinstance(index.value.evaluated_value, str):
+            key = index.value.evaluated_value
+        length, elements = container
+        if isinstance(key, int) and length is not None:
+            key = key % length if -length <= key < length else None
+        return elements.get(key, T.UNKNOWN) if key is not None else T.UNKNOWN
+
+    def ctx_unpacked(self, value: cst.CSTNode, ctx_names: frozenset[str], count: int) -> Optional[list[T]]:
+        """``a, b = ctx.cache``: the tensor-ness of each name, when forward stored a container of
+        exactly ``count`` elements there; else None."""
+        if not is_ctx_attr(value, ctx_names):
+            return None
+        container = self.ctx_containers.get(value.attr.value)
+        if container is None or container[0] != count:
+            return None
+        return [container[1].get(i, T.UNKNOWN) for i in range(count)]
 
     def is_saved_tensors(self, node: cst.CSTNode, method: Method) -> bool:
         return (type(node) is cst.Attribute and node.attr.value in SAVED_TENSORS
@@ -448,6 +515,10 @@ class FunctionModel:
                 is_ctx_attr(node.value, ctx_names, a) for a in SAVED_TENSORS
             ):
                 return T.TENSOR
+            if method.name not in ("forward", "setup_context"):
+                element = self.ctx_element(node, ctx_names)
+                if element is not None:
+                    return element
             if isinstance(node, cst.Attribute) and is_ctx_attr(node, ctx_names):
                 if node.attr.value in tensor_attrs:
                     return T.TENSOR
@@ -529,7 +600,10 @@ def _ctx_sets(method: Method, ctx_names: frozenset[str]) -> list[CtxAttributeSet
 
 def _target_sets(target, value, statement, method, ctx_names) -> list[CtxAttributeSet]:
     if is_ctx_attr(target, ctx_names):
-        return [CtxAttributeSet(target.attr.value, value, statement, method)]
+        attr = target.attr.value
+        whole = CtxAttributeSet(attr, value, statement, method)
+        return [whole] + [CtxAttributeSet(attr, element, statement, method, index)
+                          for index, element in container_elements(value)]
     if isinstance(target, (cst.Tuple, cst.List)):
         values = value.elements if isinstance(value, (cst.Tuple, cst.List)) else None
         result = []
@@ -541,6 +615,29 @@ def _target_sets(target, value, statement, method, ctx_names) -> list[CtxAttribu
                 element_value = values[i].value
             result.extend(_target_sets(element.value, element_value, statement, method, ctx_names))
         return result
+    return []
+
+
+def container_elements(value: Optional[cst.BaseExpression]) -> list[tuple[Union[int, str], cst.BaseExpression]]:
+    """The elements of a tuple/list/dict display with where they sit: ``(None, B)`` -> index 0 and
+    1, ``(*xs, y)`` -> ``y`` at -1 (positions after a starred element count from the end; the
+    starred part itself is left out), ``{"a": a}`` -> key ``"a"``. Empty for anything else."""
+    if isinstance(value, (cst.Tuple, cst.List)):
+        elements = value.elements
+        starred = [i for i, e in enumerate(elements) if isinstance(e, cst.StarredElement)]
+        result: list[tuple[Union[int, str], cst.BaseExpression]] = []
+        for i, element in enumerate(elements):
+            if isinstance(element, cst.StarredElement):
+                continue
+            if not starred or i < starred[0]:
+                result.append((i, element.value))
+            elif i > starred[-1]:
+                result.append((i - len(elements), element.value))
+        return result
+    if isinstance(value, cst.Dict):
+        return [(e.key.evaluated_value, e.value) for e in value.elements
+                if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
+                and isinstance(e.key.evaluated_value, str)]
     return []
 
 
@@ -576,6 +673,13 @@ def _assignments(method: Method, ctx_names: frozenset[str], model: FunctionModel
                     bind(t.value, v.value)
                 return
             element_value: Assignment = None
+            unpacked = (model.ctx_unpacked(value, ctx_names, len(elements))
+                        if model is not None and method.name not in ("forward", "setup_context")
+                        and value is not None and not isinstance(value, T) else None)
+            if unpacked is not None and not any(isinstance(e, cst.StarredElement) for e in elements):
+                for element, judged in zip(elements, unpacked):
+                    bind(element.value, judged)  # `a, b = ctx.cache`: what forward stored there
+                return
             if value is not None and not isinstance(value, T) and _is_saved_tensors_source(value, ctx_names, result):
                 element_value = T.TENSOR
             elif model is not None and method.name == "setup_context" and _is_inputs_param(value, method):

@@ -149,6 +149,12 @@ class InplaceWrite:
             elif isinstance(node, (cst.Subscript, cst.Call)):
                 stack.append(node.value if isinstance(node, cst.Subscript) else node.func)
 
+    @property
+    def described(self) -> str:
+        """``how``, with the write's path: through ``.data`` the version counter never sees it,
+        so no check anywhere (this node's or another's) can catch the change."""
+        return f"{self.how} through .data (unseen by the version counter)" if self.through_data else self.how
+
 
 class AliasTracker:
     """Follows, statement by statement, which local names refer to a tracked tensor or a view."""
@@ -157,12 +163,14 @@ class AliasTracker:
         self,
         initial: set[str],
         is_source: Callable[[cst.BaseExpression], bool] = lambda _: False,
-        unpacks_sources: Callable[[cst.BaseExpression], bool] = lambda _: False,
+        unpacks_sources: Callable[[cst.BaseExpression], Union[bool, list[bool]]] = lambda _: False,
         qualify: Callable[[str], str] = lambda name: name,
     ) -> None:
         self.initial = frozenset(initial)
         self.is_source = is_source  # e.g. ctx.saved_tensors[0]
-        self.unpacks_sources = unpacks_sources  # e.g. ctx.saved_tensors in `a, b = ...`
+        # e.g. ctx.saved_tensors in `a, b = ...`: True (every name), or one flag per position
+        # (`a, b = ctx.cache` where forward stored `(x, n)`: only `a`)
+        self.unpacks_sources = unpacks_sources
         self.qualify = qualify
         self.writes: list[InplaceWrite] = []
 
@@ -250,7 +258,12 @@ class AliasTracker:
                     aliases = self._bind(t, v.value, aliases)
                 return aliases
             bound = set().union(*(_bound_names(n) for n in names)) if names else set()
-            if value is not None and self.unpacks_sources(value):
+            unpacked = self.unpacks_sources(value) if value is not None else False
+            if isinstance(unpacked, list) and len(unpacked) == len(names):
+                for name, is_tracked in zip(names, unpacked):
+                    aliases = (aliases | _bound_names(name)) if is_tracked else (aliases - _bound_names(name))
+                return aliases
+            if unpacked is True:
                 return aliases | bound
             return aliases - bound
         return aliases
@@ -264,7 +277,8 @@ class AliasTracker:
             for target in small.targets:
                 name = self._written_target(target.target, aliases, allow_name=False)
                 if name:
-                    self.writes.append(InplaceWrite(small, name, "item assignment", target.target))
+                    how = "assignment to .data" if isinstance(target.target, cst.Attribute) else "item assignment"
+                    self.writes.append(InplaceWrite(small, name, how, target.target))
                     break
         for node in _expression_nodes(small):
             if isinstance(node, cst.Call):
@@ -278,6 +292,8 @@ class AliasTracker:
             return target.value if target.value in aliases else None
         if isinstance(target, cst.Subscript):
             return self.tracked(target.value, aliases)
+        if isinstance(target, cst.Attribute) and target.attr.value == "data":
+            return self.tracked(target.value, aliases)  # `x.data = y` replaces x's values
         if isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
                 name = self._written_target(element.value, aliases, allow_name=False)

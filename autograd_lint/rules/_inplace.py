@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, Union
 
 from autograd_lint.analysis.class_model import SAVED_TENSORS, FunctionModel, Method
 from autograd_lint.analysis.flow import AliasTracker, InplaceWrite
 from autograd_lint.analysis.syntax import is_ctx_attr
+from autograd_lint.analysis.tensorness import T
 
 
 def grad_output_writes(model: FunctionModel, backward: Method) -> list[InplaceWrite]:
@@ -20,9 +21,18 @@ def saved_tensor_writes(model: FunctionModel, backward: Method) -> list[InplaceW
     def is_source(node) -> bool:
         return any(is_ctx_attr(node, ctx_names, a) for a in SAVED_TENSORS) or any(
             is_ctx_attr(node, ctx_names, a) for a in tensor_attrs
-        )
+        ) or model.ctx_element(node, ctx_names) is T.TENSOR  # ctx.tensors[1]
 
-    return AliasTracker(set(), is_source, is_source, model.qualify).run(backward.node)
+    def unpacks_sources(node) -> Union[bool, list[bool]]:
+        if is_source(node):
+            return True
+        container = model.ctx_containers.get(node.attr.value) if is_ctx_attr(node, ctx_names) else None
+        if container is None or container[0] is None:
+            return False
+        length, elements = container  # `a, b = ctx.cache`: the names forward stored a tensor at
+        return [elements.get(i) is T.TENSOR for i in range(length)]
+
+    return AliasTracker(set(), is_source, unpacks_sources, model.qualify).run(backward.node)
 
 
 def input_writes(model: FunctionModel, forward: Method, tracked: set[str]) -> Iterator[InplaceWrite]:

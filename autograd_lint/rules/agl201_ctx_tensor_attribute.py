@@ -17,8 +17,10 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
             if attr_set.method.inherited or attr_set.value is None:
                 continue
             if model.judge(attr_set.method)(attr_set.value) is T.TENSOR:
+                # An element of a container (`ctx.tensors = (None, B)`) is reported where it is written.
+                where = attr_set.statement if attr_set.index is None else attr_set.value
                 yield module.at(
-                    CODE, model, attr_set.method, attr_set.statement,
-                    f"ctx.{attr_set.attr} holds a tensor: use ctx.save_for_backward(...) "
+                    CODE, model, attr_set.method, where,
+                    f"{attr_set.shown} holds a tensor: use ctx.save_for_backward(...) "
                     f"(a ctx attribute skips the in-place check and can leak the graph)",
                 )

@@ -19,6 +19,6 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
         for write in saved_tensor_writes(model, backward):
             yield module.at(
                 CODE, model, backward, write.statement,
-                f"in-place {write.how} on the saved tensor {write.name}: it silently changes the "
+                f"in-place {write.described} on the saved tensor {write.name}: it silently changes the "
                 f"caller's tensor and breaks a second backward; work on a copy",
             )

@@ -26,11 +26,9 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
         # Only inputs known to be tensors: `n += 1` on a plain number is no in-place write.
         tensors = {name for name, verdict in model.input_tensorness.items() if verdict is T.TENSOR}
         for write in input_writes(model, forward, tensors - dirty):
-            if write.through_data:
-                continue  # `x.data[i] = v`: a deliberate write past autograd (real-code-idioms.md)
             yield module.at(
                 CODE, model, forward, write.statement,
-                f"in-place {write.how} on the input {write.name} without ctx.mark_dirty({write.name}): "
+                f"in-place {write.described} on the input {write.name} without ctx.mark_dirty({write.name}): "
                 f"autograd does not know the input changed and later gradients are silently wrong",
             )
 
