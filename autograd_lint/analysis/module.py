@@ -41,6 +41,7 @@ class ModuleAnalysis:
         message: str,
         model: Optional[FunctionModel] = None,
         method: Optional[Method] = None,
+        severity: str = "",
     ) -> Finding:
         return Finding(
             path=self.path,
@@ -52,12 +53,15 @@ class ModuleAnalysis:
             message=message,
             function_class=model.name if model is not None else None,
             method=method.name if method is not None else None,
+            level=severity,
         )
 
-    def at(self, code: str, model: FunctionModel, method: Optional[Method], node: cst.CSTNode, message: str) -> Finding:
-        """A finding at ``node`` of ``method`` (or of the class statement when method is None)."""
+    def at(self, code: str, model: FunctionModel, method: Optional[Method], node: cst.CSTNode, message: str,
+           severity: str = "") -> Finding:
+        """A finding at ``node`` of ``method`` (or of the class statement when method is None);
+        ``severity``: its own, for a rule graded by harm (else the catalogue's)."""
         span = method.span(node) if method is not None else model.parsed.span(node)
-        return self.finding(code, span, message, model, method)
+        return self.finding(code, span, message, model, method, severity)
 
     def at_def(self, code: str, model: FunctionModel, method: Method, message: str) -> Finding:
         """A finding on the ``def`` line of a method (not its decorators)."""
