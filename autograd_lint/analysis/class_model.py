@@ -220,10 +220,29 @@ class FunctionModel:
     # ---- forward inputs and outputs ---------------------------------------------------------
     @cached_property
     def inputs(self) -> Optional[list[Param]]:
-        """forward's inputs (what ``.apply`` passes); None when unknown (``*args``, no forward)."""
+        """forward's inputs (what ``.apply`` passes); None when unknown (no forward, or ``*args``
+        not unpacked into an exact number of names)."""
         forward = self.forward
-        if forward is None or forward.star_args is not None:
+        if forward is None:
             return None
+        if forward.star_args is not None:
+            unpacked = self.star_inputs
+            return unpacked[0] if unpacked is not None and unpacked[1] else None
+        return self._named_inputs
+
+    @cached_property
+    def known_inputs(self) -> list[Param]:
+        """The inputs known by position: ``inputs``, or when their count is unknowable, those
+        forward names from ``*args`` (``x, w, *rest = args``, ``x = args[0]``). For what an input
+        is and how it is used, never for counting."""
+        if self.inputs is not None:
+            return self.inputs
+        unpacked = self.star_inputs
+        return unpacked[0] if unpacked is not None else []
+
+    @property
+    def _named_inputs(self) -> Optional[list[Param]]:
+        forward = self.forward
         if self.style == "legacy":
             return forward.params[1:]
         if forward.params and forward.params[0].name == "ctx":
@@ -231,9 +250,46 @@ class FunctionModel:
         return forward.params
 
     @cached_property
+    def star_inputs(self) -> Optional[tuple[list[Param], bool]]:
+        """``def forward(ctx, *args): a, b = args``: the inputs by position (named parameters, then
+        the names unpacked from ``*args`` by a statement of forward's own body, or ``a = args[0]``),
+        and whether that is all of them (an exact unpacking raises for any other count)."""
+        forward = self.forward
+        named = self._named_inputs if forward is not None else None
+        if forward is None or forward.star_args is None or named is None:
+            return None
+        star = forward.star_args
+        by_position: dict[int, str] = {}
+        complete = False
+        for line in forward.node.body.body if isinstance(forward.node.body, cst.IndentedBlock) else []:
+            if not isinstance(line, cst.SimpleStatementLine):
+                continue
+            for small in line.body:
+                if not (isinstance(small, cst.Assign) and len(small.targets) == 1):
+                    continue
+                target, value = small.targets[0].target, small.value
+                if isinstance(value, cst.Name) and value.value == star and isinstance(target, (cst.Tuple, cst.List)):
+                    for i, element in enumerate(target.elements):
+                        if isinstance(element, cst.StarredElement):
+                            break
+                        if isinstance(element.value, cst.Name):
+                            by_position.setdefault(i, element.value.value)
+                    else:
+                        complete = not by_position or max(by_position) == len(target.elements) - 1
+                elif isinstance(target, cst.Name) and isinstance(value, cst.Subscript):
+                    position = subscript_position(value, star)
+                    if position is not None:
+                        by_position.setdefault(position, target.value)
+        if not by_position or any(i not in by_position for i in range(max(by_position) + 1)):
+            return None  # a gap: the positions after it are not known
+        params = list(named) + [Param(by_position[i], cst.Param(cst.Name(by_position[i])), None, None)
+                                for i in range(len(by_position))]
+        return params, complete
+
+    @cached_property
     def input_tensorness(self) -> dict[str, T]:
         """Each forward input's tensor-ness (see input_evidence for the evidence it weighs)."""
-        inputs = self.inputs or []
+        inputs = self.known_inputs
         uses = self.input_uses
         return {
             p.name: judge_parameter(p.name, p.annotation, p.default, uses[p.name], is_first=(i == 0))
@@ -244,7 +300,7 @@ class FunctionModel:
     def input_uses(self) -> dict[str, ParameterUses]:
         """How forward, setup_context and the backward-side methods use each input: directly, or
         through the ctx attribute it was stored in (``ctx.fn = fn`` then ``ctx.fn(...)``)."""
-        inputs = self.inputs or []
+        inputs = self.known_inputs
         uses = {p.name: ParameterUses() for p in inputs}
         if self.forward is None:
             return uses
@@ -505,7 +561,15 @@ class FunctionModel:
         assignments = _assignments(method, ctx_names, self)
         tensor_attrs = self.tensor_ctx_attributes if method.name == "backward" else set()
 
+        star_inputs = self.known_inputs if method.name == "forward" and method.star_args else []
+        from_star = len(star_inputs) - len(method.params) + (1 if self.style == "legacy" else 0)
+
         def tensor_sources(node: cst.BaseExpression) -> Optional[T]:
+            if star_inputs and isinstance(node, cst.Subscript):
+                position = subscript_position(node, method.star_args)  # `args[0]`: an input
+                if position is not None and 0 <= position < from_star:
+                    return self.input_tensorness.get(star_inputs[len(star_inputs) - from_star + position].name,
+                                                     T.UNKNOWN)
             if method.name == "setup_context" and isinstance(node, cst.Subscript):
                 position = _constant_index(node, method)  # inputs[1] is forward's second input
                 inputs = self.inputs or []
@@ -682,6 +746,16 @@ def _assignments(method: Method, ctx_names: frozenset[str], model: FunctionModel
                 return
             if value is not None and not isinstance(value, T) and _is_saved_tensors_source(value, ctx_names, result):
                 element_value = T.TENSOR
+            elif (model is not None and method.name == "forward" and method.star_args is not None
+                  and isinstance(value, cst.Name) and value.value == method.star_args):
+                judged_inputs = model.input_tensorness  # `a, b = args`: forward's inputs by position
+                for element in elements:
+                    if isinstance(element, cst.StarredElement):
+                        bind(element.value, None)
+                        continue
+                    name = element.value.value if isinstance(element.value, cst.Name) else None
+                    bind(element.value, judged_inputs.get(name) if name in judged_inputs else None)
+                return
             elif model is not None and method.name == "setup_context" and _is_inputs_param(value, method):
                 for i, element in enumerate(elements):
                     inputs = model.inputs or []
@@ -730,6 +804,16 @@ def _is_saved_tensors_source(value, ctx_names, assignments) -> bool:
 
 def _is_inputs_param(value, method: Method) -> bool:
     return isinstance(value, cst.Name) and len(method.params) >= 2 and value.value == method.params[1].name
+
+
+def subscript_position(node: cst.Subscript, name: str) -> Optional[int]:
+    """``args[1]`` -> 1 for ``name`` "args"; None for anything else."""
+    if not (isinstance(node.value, cst.Name) and node.value.value == name and len(node.slice) == 1):
+        return None
+    index = node.slice[0].slice
+    if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
+        return int(index.value.value)
+    return None
 
 
 def _constant_index(node: cst.Subscript, setup_context: Method) -> Optional[int]:

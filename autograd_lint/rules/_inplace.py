@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Iterator, Union
 
-from autograd_lint.analysis.class_model import SAVED_TENSORS, FunctionModel, Method
+import libcst as cst
+
+from autograd_lint.analysis.class_model import SAVED_TENSORS, FunctionModel, Method, subscript_position
 from autograd_lint.analysis.flow import AliasTracker, InplaceWrite
 from autograd_lint.analysis.syntax import is_ctx_attr
 from autograd_lint.analysis.tensorness import T
@@ -36,4 +38,38 @@ def saved_tensor_writes(model: FunctionModel, backward: Method) -> list[InplaceW
 
 
 def input_writes(model: FunctionModel, forward: Method, tracked: set[str]) -> Iterator[InplaceWrite]:
-    yield from AliasTracker(tracked, qualify=model.qualify).run(forward.node)
+    star = forward.star_args
+    inputs = model.known_inputs
+    from_star = inputs[len(inputs) - len(_unpacked_positions(model, forward)):] if star else []
+
+    def is_source(node) -> bool:
+        # `x = args[0]`: the input at that position
+        if star is None or not isinstance(node, cst.Subscript):
+            return False
+        position = subscript_position(node, star)
+        return position is not None and 0 <= position < len(from_star) and from_star[position].name in tracked
+
+    def unpacks_sources(node) -> Union[bool, list[bool]]:
+        # `a, b = args` (forward(ctx, *args)): the names bound to tracked inputs stay tracked
+        if star is None or not (isinstance(node, cst.Name) and node.value == star):
+            return False
+        return [name in tracked for name in _unpacked_names(forward, star)]
+
+    yield from AliasTracker(tracked, is_source, unpacks_sources, model.qualify).run(forward.node)
+
+
+def _unpacked_positions(model: FunctionModel, forward: Method) -> range:
+    """Positions of ``*args`` that forward names (the tail of ``known_inputs``)."""
+    named = len(forward.params) - (1 if model.style == "legacy" else 0)
+    return range(max(0, len(model.known_inputs) - named))
+
+
+def _unpacked_names(forward: Method, star: str) -> list[str]:
+    """The names of forward's top-level ``a, b, *rest = args``, by position (None-like "" for a
+    starred or non-name element)."""
+    for node in forward.nodes_of(cst.Assign):
+        target = node.targets[0].target if len(node.targets) == 1 else None
+        if isinstance(node.value, cst.Name) and node.value.value == star and isinstance(target, (cst.Tuple, cst.List)):
+            return [e.value.value if isinstance(e.value, cst.Name) and not isinstance(e, cst.StarredElement) else ""
+                    for e in target.elements]
+    return []

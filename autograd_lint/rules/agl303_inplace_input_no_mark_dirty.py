@@ -18,7 +18,7 @@ CODE = "AGL303"
 def check(module: ModuleAnalysis) -> Iterator[Finding]:
     for model in module.classes:
         forward = model.own("forward")
-        if forward is None or model.inputs is None:
+        if forward is None or not model.known_inputs:
             continue
         dirty = _marked_dirty(model)
         if dirty is None:
