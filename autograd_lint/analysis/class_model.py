@@ -184,6 +184,8 @@ class FunctionModel:
     unknown_base: bool = False
     inherited_from_project: Optional[tuple[set[str], set[str]]] = None
     remote_bases: list[str] = field(default_factory=list)  # Function bases in other files
+    # The file's module-level function of a name, parsed, or None (set by analyse_module).
+    module_function: Callable[[str], Optional["Method"]] = field(default=lambda name: None, repr=False)
 
     # ---- methods ---------------------------------------------------------------------------
     def method(self, name: str) -> Optional[Method]:
@@ -216,6 +218,30 @@ class FunctionModel:
         if method.name == "forward" and self.style == "new":
             return frozenset()
         return method.ctx_name_set
+
+    # ---- helpers ---------------------------------------------------------------------------
+    @cached_property
+    def class_helpers(self) -> dict[str, Method]:
+        """The class's own @staticmethod/@classmethod functions other than the autograd methods."""
+        result = {}
+        for statement in self.parsed.node.body.body:
+            if isinstance(statement, cst.FunctionDef) and statement.name.value not in METHOD_NAMES:
+                method = _method(statement, self.name, self.parsed)
+                if method.is_static or method.is_classmethod:
+                    result[method.name] = method
+        return result
+
+    def helper(self, call: cst.Call) -> Optional[Method]:
+        """The helper a call in forward/backward runs, when this file shows its body: a static or
+        class method of this class (``MyFn._step(x)``, ``cls._step(x)``) or a module-level
+        function of the file (``_step(x)``, not imported)."""
+        func = call.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in (
+                self.name, "cls"):
+            return self.class_helpers.get(func.attr.value)
+        if isinstance(func, cst.Name) and self.qualify(func.value) == func.value:
+            return self.module_function(func.value)
+        return None
 
     # ---- forward inputs and outputs ---------------------------------------------------------
     @cached_property
@@ -622,6 +648,26 @@ def build_function_model(
         bases=bases, unknown_base=unknown_base, inherited_from_project=inherited,
         remote_bases=remote_bases,
     )
+
+
+def bind_arguments(helper: Method, call: cst.Call) -> Optional[dict[str, cst.BaseExpression]]:
+    """The helper's parameter each argument of ``call`` binds (positions, then keywords); None
+    with ``*args``/``**kwargs`` in the call (what goes where is unknown)."""
+    if any(arg.star for arg in call.args):
+        return None
+    names = [p.name for p in helper.params]
+    bound: dict[str, cst.BaseExpression] = {}
+    for i, arg in enumerate(a for a in call.args if a.keyword is None):
+        if i < len(names):
+            bound[names[i]] = arg.value
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value in names:
+            bound[arg.keyword.value] = arg.value
+    return bound
+
+
+def method_of(node: cst.FunctionDef, owner: str, parsed: ParsedClass) -> Method:
+    return _method(node, owner, parsed)
 
 
 def _method(node: cst.FunctionDef, owner: str, parsed: ParsedClass) -> Method:

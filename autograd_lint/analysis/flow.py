@@ -137,7 +137,8 @@ class InplaceWrite:
     name: str  # the tracked name written through (for the message)
     how: str  # "augmented assignment", "item assignment", "mul_()", "out=", ...
     written: cst.CSTNode  # the expression written to
-    through_data: bool = False  # `x.data[i] = v`: a deliberate write past the version counter
+    through_data: bool = False  # `x.data[i] = v`: a write past the version counter
+    where: str = ""  # " in _helper() at line 12": made by a helper the statement calls
 
     def __post_init__(self) -> None:
         stack = [self.written]
@@ -153,7 +154,8 @@ class InplaceWrite:
     def described(self) -> str:
         """``how``, with the write's path: through ``.data`` the version counter never sees it,
         so no check anywhere (this node's or another's) can catch the change."""
-        return f"{self.how} through .data (unseen by the version counter)" if self.through_data else self.how
+        how = f"{self.how} through .data (unseen by the version counter)" if self.through_data else self.how
+        return how + self.where
 
 
 class AliasTracker:
@@ -165,8 +167,12 @@ class AliasTracker:
         is_source: Callable[[cst.BaseExpression], bool] = lambda _: False,
         unpacks_sources: Callable[[cst.BaseExpression], Union[bool, list[bool]]] = lambda _: False,
         qualify: Callable[[str], str] = lambda name: name,
+        helper_writes: Optional[Callable[..., list["InplaceWrite"]]] = None,
     ) -> None:
         self.initial = frozenset(initial)
+        # (statement, call, aliases, tracker) -> the writes a helper called here makes into the
+        # tracked tensors passed to it (see rules/_inplace.py): analysed as part of this method.
+        self.helper_writes = helper_writes
         self.is_source = is_source  # e.g. ctx.saved_tensors[0]
         # e.g. ctx.saved_tensors in `a, b = ...`: True (every name), or one flag per position
         # (`a, b = ctx.cache` where forward stored `(x, n)`: only `a`)
@@ -280,11 +286,17 @@ class AliasTracker:
                     how = "assignment to .data" if isinstance(target.target, cst.Attribute) else "item assignment"
                     self.writes.append(InplaceWrite(small, name, how, target.target))
                     break
-        for node in _expression_nodes(small):
-            if isinstance(node, cst.Call):
-                found = self._inplace_call(node, aliases)
-                if found:
-                    self.writes.append(InplaceWrite(small, *found))
+        calls = [node for node in _expression_nodes(small) if isinstance(node, cst.Call)]
+        for node in calls:
+            found = self._inplace_call(node, aliases)
+            if found:
+                self.writes.append(InplaceWrite(small, *found))
+                return
+        if self.helper_writes is not None:
+            for node in calls:
+                found_in_helper = self.helper_writes(small, node, aliases, self)
+                if found_in_helper:
+                    self.writes.append(found_in_helper[0])  # one finding per statement, as above
                     return
 
     def _written_target(self, target, aliases, allow_name: bool) -> Optional[str]:

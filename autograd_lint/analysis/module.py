@@ -9,10 +9,10 @@ from typing import Optional
 
 import libcst as cst
 
-from autograd_lint.analysis.class_model import FunctionModel, Method, build_function_model
+from autograd_lint.analysis.class_model import FunctionModel, Method, build_function_model, method_of
 from autograd_lint.analysis.module_index import CallSite, ModuleIndex, ModuleSkeleton, build_module_index
 from autograd_lint.analysis.project import ProjectFacts
-from autograd_lint.analysis.snippet import ParsedClass, Span, parse_class
+from autograd_lint.analysis.snippet import ParsedClass, Span, parse_class, parse_function
 from autograd_lint.analysis.syntax import source_lines
 from autograd_lint.findings import Finding
 
@@ -27,6 +27,18 @@ class ModuleAnalysis:
     # Classes libcst could not parse (its grammar lags CPython's, e.g. a line holding only a
     # backslash continuation): (class line, class name).
     unparsed: list[tuple[int, str]] = field(default_factory=list)
+
+    @cached_property
+    def _module_functions(self) -> dict[str, Optional[Method]]:
+        return {}
+
+    def module_function(self, name: str) -> Optional[Method]:
+        """The file's module-level ``def name``, parsed on first ask (Function classes call few)."""
+        functions = self._module_functions
+        if name not in functions:
+            parsed = parse_function(self.lines, name) if f"def {name}(" in self.text else None
+            functions[name] = method_of(parsed.node, "<module>", parsed) if parsed is not None else None
+        return functions[name]
 
     @cached_property
     def lines(self) -> list[str]:
@@ -94,6 +106,7 @@ def analyse_module(path: str, text: str, tree: Optional[ast.Module], project: Pr
             analysis.unparsed.append((info.node.lineno, info.name))
             continue
         model = build_function_model(info, snippet, index.imports.qualify, local_models, project)
+        model.module_function = analysis.module_function
         local_models[info.name] = model
         analysis.classes.append(model)
     return analysis

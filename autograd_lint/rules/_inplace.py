@@ -1,23 +1,45 @@
-"""The in-place rules (AGL301-303) differ only in which tensors they track; this runs the tracker."""
+"""The in-place rules (AGL301-303) differ only in which tensors they track; this runs the tracker.
+
+A helper that forward/backward call with a tracked tensor (a static or class method of the class,
+or a function of the same file: ``FunctionModel.helper``) is analysed as part of its caller, one
+level deep: its parameters bound to tracked tensors are tracked in its body, and a write there is
+reported at the call, naming the helper and the line of the write."""
 
 from __future__ import annotations
 
-from typing import Iterator, Union
+from typing import Callable, Iterator, Union
 
 import libcst as cst
 
-from autograd_lint.analysis.class_model import SAVED_TENSORS, FunctionModel, Method, subscript_position
+from autograd_lint.analysis.class_model import (
+    SAVED_TENSORS,
+    FunctionModel,
+    Method,
+    bind_arguments,
+    subscript_position,
+)
 from autograd_lint.analysis.flow import AliasTracker, InplaceWrite
 from autograd_lint.analysis.syntax import is_ctx_attr
 from autograd_lint.analysis.tensorness import T
 
 
 def grad_output_writes(model: FunctionModel, backward: Method) -> list[InplaceWrite]:
-    return AliasTracker(set(model.grad_names), qualify=model.qualify).run(backward.node)
+    def tracker(tracked: set[str], ctx_names: frozenset[str], helper_writes=None) -> AliasTracker:
+        return AliasTracker(tracked, qualify=model.qualify, helper_writes=helper_writes)
+
+    return tracker(set(model.grad_names), frozenset(), _helper_writes(model, backward, tracker)).run(backward.node)
 
 
 def saved_tensor_writes(model: FunctionModel, backward: Method) -> list[InplaceWrite]:
-    ctx_names = model.ctx_names(backward)
+    def tracker(tracked: set[str], ctx_names: frozenset[str], helper_writes=None) -> AliasTracker:
+        return _saved_tensor_tracker(model, tracked, ctx_names, helper_writes)
+
+    helpers = _helper_writes(model, backward, tracker)
+    return tracker(set(), model.ctx_names(backward), helpers).run(backward.node)
+
+
+def _saved_tensor_tracker(model: FunctionModel, tracked: set[str], ctx_names: frozenset[str],
+                          helper_writes) -> AliasTracker:
     tensor_attrs = model.tensor_ctx_attributes
 
     def is_source(node) -> bool:
@@ -34,7 +56,7 @@ def saved_tensor_writes(model: FunctionModel, backward: Method) -> list[InplaceW
         length, elements = container  # `a, b = ctx.cache`: the names forward stored a tensor at
         return [elements.get(i) is T.TENSOR for i in range(length)]
 
-    return AliasTracker(set(), is_source, unpacks_sources, model.qualify).run(backward.node)
+    return AliasTracker(tracked, is_source, unpacks_sources, model.qualify, helper_writes)
 
 
 def input_writes(model: FunctionModel, forward: Method, tracked: set[str]) -> Iterator[InplaceWrite]:
@@ -55,7 +77,41 @@ def input_writes(model: FunctionModel, forward: Method, tracked: set[str]) -> It
             return False
         return [name in tracked for name in _unpacked_names(forward, star)]
 
-    yield from AliasTracker(tracked, is_source, unpacks_sources, model.qualify).run(forward.node)
+    def tracker(tracked_here: set[str], ctx_names: frozenset[str], helper_writes=None) -> AliasTracker:
+        return AliasTracker(tracked_here, qualify=model.qualify, helper_writes=helper_writes)
+
+    helpers = _helper_writes(model, forward, tracker)
+    yield from AliasTracker(tracked, is_source, unpacks_sources, model.qualify, helpers).run(forward.node)
+
+
+def _helper_writes(model: FunctionModel, caller: Method, make_tracker: Callable[..., AliasTracker]):
+    """The ``helper_writes`` hook of a tracker over ``caller``: the writes a helper called with
+    tracked tensors (or ctx) makes into them, each reported at the call's statement."""
+    caller_ctx = model.ctx_names(caller)
+
+    def helper_writes(statement, call: cst.Call, aliases: frozenset[str], tracker: AliasTracker) -> list[InplaceWrite]:
+        helper = model.helper(call)
+        bound = bind_arguments(helper, call) if helper is not None else None
+        if not bound:
+            return []
+        tracked: dict[str, str] = {}  # helper parameter -> the caller's tracked name
+        ctx_params: set[str] = set()
+        for param, argument in bound.items():
+            name = tracker.tracked(argument, aliases)
+            if name is not None:
+                tracked[param] = name
+            elif isinstance(argument, cst.Name) and argument.value in caller_ctx:
+                ctx_params.add(param)
+        if not tracked and not ctx_params:
+            return []
+        inner = make_tracker(set(tracked), frozenset(ctx_params))  # no hook: one level deep
+        return [
+            InplaceWrite(statement, tracked.get(write.name, write.name), write.how, write.written,
+                         where=f" in {helper.name}() at line {helper.span(write.statement).line}")
+            for write in inner.run(helper.node)
+        ]
+
+    return helper_writes
 
 
 def _unpacked_positions(model: FunctionModel, forward: Method) -> range:

@@ -16,7 +16,7 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
-from autograd_lint.analysis.class_model import FunctionModel, Method
+from autograd_lint.analysis.class_model import FunctionModel, Method, bind_arguments
 from autograd_lint.analysis.flow import NOT_VALUE_WRITES, VIEW_METHODS, _is_basic_index
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.analysis.non_differentiable import extension_module
@@ -43,6 +43,17 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
                     f"{how} through .data: the version counter never sees this change, so autograd "
                     f"cannot catch it and gradients that read this tensor are silently wrong; write to "
                     f"the tensor itself (under torch.no_grad() if it must stay out of the graph)",
+                    severity="error",
+                )
+                if finding.line not in lines:
+                    lines.add(finding.line)
+                    yield finding
+            for call, helper, how, line in _helper_data_writes(model, method):
+                finding = module.at(
+                    CODE, model, method, call,
+                    f"{how} through .data in {helper}() at line {line}, on a tensor passed here: the "
+                    f"version counter never sees this change, so autograd cannot catch it and gradients "
+                    f"that read this tensor are silently wrong; write to the tensor itself",
                     severity="error",
                 )
                 if finding.line not in lines:
@@ -86,6 +97,29 @@ def flagged_reads(model: FunctionModel, method: Method) -> list[cst.Attribute]:
             continue
         result.append(node)
     return result
+
+
+def _helper_data_writes(model: FunctionModel, method: Method) -> Iterator[tuple[cst.Call, str, str, int]]:
+    """Writes through ``.data`` in a helper ``method`` calls (one level deep, see
+    ``FunctionModel.helper``) into a parameter bound to a tensor argument: (call, helper name,
+    how, line of the write)."""
+    if method.name not in BACKWARD_METHODS + FORWARD_METHODS:
+        return
+    judge = model.judge(method)
+    for call in method.nodes_of(cst.Call):
+        helper = model.helper(call)
+        bound = bind_arguments(helper, call) if helper is not None else None
+        if not bound:
+            continue
+        tensors = {param for param, argument in bound.items() if judge(argument) is T.TENSOR}
+        for node, how in _data_writes(helper):
+            receiver = node.value
+            while isinstance(receiver, cst.Subscript) or (
+                    isinstance(receiver, cst.Attribute) and receiver.attr.value in VIEW_METHODS):
+                receiver = receiver.value
+            if isinstance(receiver, cst.Name) and receiver.value in tensors:
+                yield call, helper.name, how, helper.span(node).line
+                break
 
 
 def _data_root(expression: cst.BaseExpression) -> Optional[cst.Attribute]:
