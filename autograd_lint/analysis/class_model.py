@@ -360,12 +360,16 @@ class FunctionModel:
         backward = self.backward
         if backward is None:
             return
+        only_none = _names_only_bound_to_none(backward)  # `dsx = None ... return dx, dsx`
         for ret in backward.returns:
             if not isinstance(ret.value, cst.Tuple) or len(ret.value.elements) < len(inputs):
                 continue
             for param, element in zip(inputs, ret.value.elements):
-                if not isinstance(element, cst.StarredElement) and not is_none(element.value):
-                    uses[param.name].as_tensor = True
+                if isinstance(element, cst.StarredElement) or is_none(element.value):
+                    continue
+                if isinstance(element.value, cst.Name) and element.value.value in only_none:
+                    continue
+                uses[param.name].as_tensor = True
 
     @cached_property
     def setup_context_inputs(self) -> dict[str, str]:
@@ -748,6 +752,31 @@ def container_elements(value: Optional[cst.BaseExpression]) -> list[tuple[Union[
         return [(e.key.evaluated_value, e.value) for e in value.elements
                 if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
                 and isinstance(e.key.evaluated_value, str)]
+    return []
+
+
+def _names_only_bound_to_none(method: Method) -> set[str]:
+    """Local names whose every binding in ``method`` is a plain ``name = None``."""
+    bound: dict[str, bool] = {}
+    for node in method.nodes_of(cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.WithItem, cst.NamedExpr):
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                for name in _target_names(target.target):
+                    bound[name] = bound.get(name, True) and isinstance(target.target, cst.Name) and is_none(node.value)
+        else:
+            target = node.target if not isinstance(node, cst.WithItem) else (node.asname.name if node.asname else None)
+            for name in _target_names(target):
+                bound[name] = bound.get(name, True) and isinstance(node, cst.AnnAssign) and is_none(node.value)
+    return {name for name, none in bound.items() if none}
+
+
+def _target_names(target) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _target_names(e.value)]
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
     return []
 
 

@@ -4,6 +4,9 @@ Printed instead of the finding lines, to stdout:
 
     3  AGL201  ctx-tensor-attribute
     1  AGL101  backward-return-count
+
+A code whose findings carry their own severity (AGL304) gets a line per severity:
+``2  AGL304  dot-data (error)``.
 """
 
 from __future__ import annotations
