@@ -168,11 +168,15 @@ class AliasTracker:
         unpacks_sources: Callable[[cst.BaseExpression], Union[bool, list[bool]]] = lambda _: False,
         qualify: Callable[[str], str] = lambda name: name,
         helper_writes: Optional[Callable[..., list["InplaceWrite"]]] = None,
+        known_truth: Optional[dict[str, bool]] = None,
     ) -> None:
         self.initial = frozenset(initial)
         # (statement, call, aliases, tracker) -> the writes a helper called here makes into the
         # tracked tensors passed to it (see rules/_inplace.py): analysed as part of this method.
         self.helper_writes = helper_writes
+        # Names whose truth is known throughout (a helper's `inplace=False` argument): an `if` on
+        # one runs only the branch it decides.
+        self.known_truth = known_truth or {}
         self.is_source = is_source  # e.g. ctx.saved_tensors[0]
         # e.g. ctx.saved_tensors in `a, b = ...`: True (every name), or one flag per position
         # (`a, b = ctx.cache` where forward stored `(x, n)`: only `a`)
@@ -212,8 +216,15 @@ class AliasTracker:
                 aliases = self._rebind(small, aliases)
             return aliases
         if isinstance(statement, cst.If):
-            taken = self._block(_body(statement), aliases)
+            decided = self._decided(statement.test)
             orelse = statement.orelse
+            if decided is True:
+                return self._block(_body(statement), aliases)
+            if decided is False:
+                if isinstance(orelse, cst.If):
+                    return self._statement(orelse, aliases)
+                return self._block(_body(orelse), aliases) if isinstance(orelse, cst.Else) else aliases
+            taken = self._block(_body(statement), aliases)
             if isinstance(orelse, cst.If):
                 not_taken = self._statement(orelse, aliases)
             elif isinstance(orelse, cst.Else):
@@ -243,6 +254,15 @@ class AliasTracker:
                 after = self._block(_body(statement.finalbody), after)
             return after
         return aliases
+
+    def _decided(self, test: cst.BaseExpression) -> Optional[bool]:
+        """The truth of an ``if`` test on a name of ``known_truth`` (``inplace``, ``not inplace``)."""
+        if isinstance(test, cst.Name):
+            return self.known_truth.get(test.value)
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            inner = self._decided(test.expression)
+            return None if inner is None else not inner
+        return None
 
     def _rebind(self, small, aliases: frozenset[str]) -> frozenset[str]:
         if isinstance(small, cst.Assign):

@@ -24,22 +24,22 @@ from autograd_lint.analysis.tensorness import T
 
 
 def grad_output_writes(model: FunctionModel, backward: Method) -> list[InplaceWrite]:
-    def tracker(tracked: set[str], ctx_names: frozenset[str], helper_writes=None) -> AliasTracker:
-        return AliasTracker(tracked, qualify=model.qualify, helper_writes=helper_writes)
+    def tracker(tracked: set[str], ctx_names: frozenset[str], helper_writes=None, known_truth=None) -> AliasTracker:
+        return AliasTracker(tracked, qualify=model.qualify, helper_writes=helper_writes, known_truth=known_truth)
 
     return tracker(set(model.grad_names), frozenset(), _helper_writes(model, backward, tracker)).run(backward.node)
 
 
 def saved_tensor_writes(model: FunctionModel, backward: Method) -> list[InplaceWrite]:
-    def tracker(tracked: set[str], ctx_names: frozenset[str], helper_writes=None) -> AliasTracker:
-        return _saved_tensor_tracker(model, tracked, ctx_names, helper_writes)
+    def tracker(tracked: set[str], ctx_names: frozenset[str], helper_writes=None, known_truth=None) -> AliasTracker:
+        return _saved_tensor_tracker(model, tracked, ctx_names, helper_writes, known_truth)
 
     helpers = _helper_writes(model, backward, tracker)
     return tracker(set(), model.ctx_names(backward), helpers).run(backward.node)
 
 
 def _saved_tensor_tracker(model: FunctionModel, tracked: set[str], ctx_names: frozenset[str],
-                          helper_writes) -> AliasTracker:
+                          helper_writes, known_truth=None) -> AliasTracker:
     tensor_attrs = model.tensor_ctx_attributes
 
     def is_source(node) -> bool:
@@ -56,7 +56,7 @@ def _saved_tensor_tracker(model: FunctionModel, tracked: set[str], ctx_names: fr
         length, elements = container  # `a, b = ctx.cache`: the names forward stored a tensor at
         return [elements.get(i) is T.TENSOR for i in range(length)]
 
-    return AliasTracker(tracked, is_source, unpacks_sources, model.qualify, helper_writes)
+    return AliasTracker(tracked, is_source, unpacks_sources, model.qualify, helper_writes, known_truth)
 
 
 def input_writes(model: FunctionModel, forward: Method, tracked: set[str]) -> Iterator[InplaceWrite]:
@@ -77,8 +77,8 @@ def input_writes(model: FunctionModel, forward: Method, tracked: set[str]) -> It
             return False
         return [name in tracked for name in _unpacked_names(forward, star)]
 
-    def tracker(tracked_here: set[str], ctx_names: frozenset[str], helper_writes=None) -> AliasTracker:
-        return AliasTracker(tracked_here, qualify=model.qualify, helper_writes=helper_writes)
+    def tracker(tracked_here: set[str], ctx_names: frozenset[str], helper_writes=None, known_truth=None) -> AliasTracker:
+        return AliasTracker(tracked_here, qualify=model.qualify, helper_writes=helper_writes, known_truth=known_truth)
 
     helpers = _helper_writes(model, forward, tracker)
     yield from AliasTracker(tracked, is_source, unpacks_sources, model.qualify, helpers).run(forward.node)
@@ -104,7 +104,9 @@ def _helper_writes(model: FunctionModel, caller: Method, make_tracker: Callable[
                 ctx_params.add(param)
         if not tracked and not ctx_params:
             return []
-        inner = make_tracker(set(tracked), frozenset(ctx_params))  # no hook: one level deep
+        # No helper hook inside: one level deep. `linear_quantize(x, ..., inplace=False)`: the
+        # helper's `if inplace:` branch does not run.
+        inner = make_tracker(set(tracked), frozenset(ctx_params), known_truth=_constant_truth(helper, bound))
         return [
             InplaceWrite(statement, tracked.get(write.name, write.name), write.how, write.written,
                          where=f" in {helper.name}() at line {helper.span(write.statement).line}")
@@ -112,6 +114,19 @@ def _helper_writes(model: FunctionModel, caller: Method, make_tracker: Callable[
         ]
 
     return helper_writes
+
+
+def _constant_truth(helper: Method, bound: dict[str, cst.BaseExpression]) -> dict[str, bool]:
+    """The truth of the helper's parameters bound to a constant (``True``/``False``/``None``, a
+    number), or left to a constant default."""
+    truth = {}
+    for param in helper.params:
+        value = bound.get(param.name, param.default)
+        if isinstance(value, cst.Name) and value.value in ("True", "False", "None"):
+            truth[param.name] = value.value == "True"
+        elif isinstance(value, cst.Integer):
+            truth[param.name] = int(value.value, 0) != 0
+    return truth
 
 
 def _unpacked_positions(model: FunctionModel, forward: Method) -> range:
