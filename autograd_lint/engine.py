@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Callable, Optional, Protocol, Sequence
 
+from autograd_lint.analysis.names import module_name_of
 from autograd_lint.analysis.precheck import TextSummary
 from autograd_lint.analysis.project import FileFacts, ProjectFacts
 from autograd_lint.cache import Cache, RunMemo, stamp
@@ -263,8 +264,8 @@ def _as_facts(state: _State, answer) -> tuple[Optional[FileFacts]]:
 
 def _merge(states: list[_State]) -> ProjectFacts:
     return ProjectFacts.merge(
-        [s.facts for s in states if s.facts is not None]
-        + [FileFacts(grad_fn_attributes=set(s.summary.grad_fn_attributes)) for s in states
+        [(module_name_of(s.path), s.facts) for s in states if s.facts is not None]
+        + [(None, FileFacts(grad_fn_attributes=set(s.summary.grad_fn_attributes))) for s in states
            if s.summary is not None and s.summary.grad_fn_attributes]
     )
 
@@ -287,7 +288,9 @@ def _lint_all(states: list[_State], selection_for: Callable[[str], Selection], p
         if state.error is not None or state.facts is None:
             results[i] = _unlinted_result(state, codes)  # AGL000, or nothing to look at
             continue
-        keys[i] = (state.digest, fingerprint, ",".join(sorted(codes)))
+        # The module's name too: what the file's names mean depends on where it lies (relative
+        # imports, its package), and the fingerprint covers what every other file says.
+        keys[i] = (state.digest, f"{fingerprint}:{module_name_of(state.path).key()}", ",".join(sorted(codes)))
         cached = cache.results.get(keys[i]) if cache is not None else None
         if cached is not None:
             results[i] = _with_path(cached, state.path)

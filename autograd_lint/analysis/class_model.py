@@ -186,6 +186,16 @@ class FunctionModel:
     remote_bases: list[str] = field(default_factory=list)  # Function bases in other files
     # The file's module-level function of a name, parsed, or None (set by analyse_module).
     module_function: Callable[[str], Optional["Method"]] = field(default=lambda name: None, repr=False)
+    key: str = ""  # ``module.Class`` (analysis.names)
+    project: Optional[ProjectFacts] = None
+
+    def passed_literals(self, input_name: str) -> Optional[frozenset[str]]:
+        """The kinds of literal every ``.apply(...)`` call in the linted files passes for this
+        forward input (``ProjectFacts.literal_kinds``), or None."""
+        names = [p.name for p in self.known_inputs]
+        if self.project is None or input_name not in names:
+            return None
+        return self.project.literal_kinds(self.key, names.index(input_name))
 
     # ---- methods ---------------------------------------------------------------------------
     def method(self, name: str) -> Optional[Method]:
@@ -318,7 +328,8 @@ class FunctionModel:
         inputs = self.known_inputs
         uses = self.input_uses
         return {
-            p.name: judge_parameter(p.name, p.annotation, p.default, uses[p.name], is_first=(i == 0))
+            p.name: judge_parameter(p.name, p.annotation, p.default, uses[p.name], is_first=(i == 0),
+                                    passed=self.passed_literals(p.name))
             for i, p in enumerate(inputs)
         }
 
@@ -630,6 +641,7 @@ def build_function_model(
     qualify: Callable[[str], str],
     local_models: dict[str, FunctionModel],
     project: Optional[ProjectFacts] = None,
+    key: str = "",
 ) -> FunctionModel:
     methods: dict[str, Method] = {}
     for statement in parsed.node.body.body:
@@ -643,14 +655,14 @@ def build_function_model(
     unknown_base = info.has_unknown_function_base or any(b.unknown_base for b in bases) or (
         len(bases) < len(info.function_bases)
     )
-    remote_bases = [b.split(".")[-1] for b in info.function_bases if b not in local_models]
+    remote_bases = [info.base_keys[b] for b in info.function_bases if b not in local_models and b in info.base_keys]
     remote_bases += [n for base in bases if base.unknown_base for n in base.remote_bases]
     inherited = project.inherited(remote_bases) if project is not None and remote_bases else None
     style = "new" if "setup_context" in methods or (inherited and "setup_context" in inherited[0]) else "legacy"
     return FunctionModel(
         name=info.name, info=info, parsed=parsed, methods=methods, style=style, qualify=qualify,
         bases=bases, unknown_base=unknown_base, inherited_from_project=inherited,
-        remote_bases=remote_bases,
+        remote_bases=remote_bases, key=key or info.name, project=project,
     )
 
 

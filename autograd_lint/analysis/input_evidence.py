@@ -3,8 +3,13 @@
 Real Functions take many inputs that are not tensors: sizes, flags, callables, process groups,
 configs (real-code-idioms.md; a run over 32 published packages found hundreds of them stored on
 ctx). So an input counts as a tensor only on evidence:
+0. what the project's ``.apply(...)`` calls pass for it: a number, string or tuple literal at
+   every call site (mmcv's ``im2col_step: torch.Tensor``, always given ``64``): no;
 1. its annotation (``Tensor``, ``torch.LongTensor``, ``nn.Parameter`` yes; ``int``, ``bool``,
-   ``ProcessGroup`` no; an unknown class: cannot tell);
+   ``ProcessGroup`` no; an unknown class: cannot tell). It is weak evidence: it says "tensor"
+   only when every member of a ``Union``/``Optional`` is a tensor (``Optional[Union[Tensor,
+   AttentionBias]]`` may be the other class) and nothing contradicts it (a use as a plain
+   value, or a member tensors do not have: then it says nothing);
 2. its default (a number, string or tuple: no);
 3. how forward, setup_context and backward use it (``x.view(...)``, ``torch.exp(x)``, ``x @ w``,
    ``save_for_backward(x)``: yes; ``fn(...)``, ``cfg.get(...)``, ``if flag:``, ``range(n)``,
@@ -16,6 +21,7 @@ ctx). So an input counts as a tensor only on evidence:
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import Callable, Iterable, Optional
 
@@ -111,6 +117,10 @@ class ParameterUses:
         self.foreign_member = False
 
 
+# Kinds of literal an `.apply(...)` call can pass (project.literal_kind): none is a tensor.
+NON_TENSOR_LITERALS = frozenset({"int", "float", "complex", "str", "bytes", "bool", "tuple"})
+
+
 def judge_parameter(
     name: str,
     annotation: Optional[str],
@@ -118,11 +128,19 @@ def judge_parameter(
     uses: ParameterUses,
     is_first: bool,
     by_name: bool = True,
+    passed: Optional[frozenset[str]] = None,
 ) -> T:
     """Tensor-ness of a forward input (see the module docstring for the order of evidence).
-    ``by_name=False`` leaves out the name and position: what remains is certain evidence."""
+    ``by_name=False`` leaves out the name and position: what remains is certain evidence.
+    ``passed``: the kinds of literal that every ``.apply(...)`` call of the project passes for
+    this input (None: some call passes something else, or no call is known)."""
+    literals = passed - {"None"} if passed is not None else frozenset()
+    if literals and literals <= NON_TENSOR_LITERALS:
+        return T.NOT_TENSOR  # `im2col_step: torch.Tensor`, and every caller passes `64`
     if annotation and annotation.strip() not in _NO_INFORMATION_ANNOTATIONS:
-        return _annotation_judgement(annotation)
+        judged = _annotation_judgement(annotation)
+        contradicted = (uses.as_non_tensor or uses.foreign_member) and not uses.as_tensor
+        return T.UNKNOWN if judged is T.TENSOR and contradicted else judged
     if default is not None and not (isinstance(default, cst.Name) and default.value == "None"):
         # `eps=1e-5`, `dims=(0, 1)`: not a tensor; `scale=torch.tensor(1)`: cannot tell cheaply.
         return T.NOT_TENSOR if _is_literal(default) else T.UNKNOWN
@@ -145,11 +163,49 @@ def judge_parameter(
 
 def _annotation_judgement(annotation: str) -> T:
     if _TENSOR_ANNOTATION.search(annotation):
-        # Optional[Tensor] is a tensor; Union[int, Tensor] and List[Tensor] are not one tensor.
-        return T.UNKNOWN if _CONTAINER_OR_SCALAR.search(annotation) else T.TENSOR
+        # Optional[Tensor] is a tensor; Union[int, Tensor], Optional[Union[Tensor, AttentionBias]]
+        # and List[Tensor] are not certainly one tensor.
+        if _CONTAINER_OR_SCALAR.search(annotation):
+            return T.UNKNOWN
+        members = _union_members(annotation)
+        if members is None or not all(_TENSOR_TYPE.fullmatch(m) for m in members):
+            return T.UNKNOWN
+        return T.TENSOR
     if _NON_TENSOR_ANNOTATION.match(annotation.strip()):
         return T.NOT_TENSOR
     return T.UNKNOWN  # a class we do not know: it may be a Tensor subclass (EdgeIndex, NF4Tensor)
+
+
+_TENSOR_TYPE = re.compile(r"(\w+\.)*(\w*Tensor|Parameter)")
+
+
+def _union_members(annotation: str) -> Optional[list[str]]:
+    """The types an annotation allows besides None, as dotted names (``Optional[Union[Tensor,
+    AttentionBias]]`` -> ``Tensor``, ``AttentionBias``); a member that is no plain dotted name
+    (``List[Tensor]``) is kept as its text. None when the text does not parse."""
+    try:
+        node = ast.parse(annotation.strip(), mode="eval").body
+    except (SyntaxError, ValueError):
+        return None
+    members: list[str] = []
+    pending = [node]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):  # "torch.Tensor"
+            try:
+                pending.append(ast.parse(node.value.strip(), mode="eval").body)
+            except (SyntaxError, ValueError):
+                return None
+        elif isinstance(node, ast.Constant) and node.value is None:
+            continue
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):  # Tensor | None
+            pending += [node.left, node.right]
+        elif isinstance(node, ast.Subscript) and ast.unparse(node.value).rpartition(".")[2] in ("Optional", "Union"):
+            inner = node.slice
+            pending += list(inner.elts) if isinstance(inner, ast.Tuple) else [inner]
+        else:
+            members.append(ast.unparse(node))
+    return members
 
 
 def _is_literal(node: cst.BaseExpression) -> bool:

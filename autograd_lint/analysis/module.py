@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Optional
 
@@ -11,6 +11,7 @@ import libcst as cst
 
 from autograd_lint.analysis.class_model import FunctionModel, Method, build_function_model, method_of
 from autograd_lint.analysis.module_index import CallSite, ModuleIndex, ModuleSkeleton, build_module_index
+from autograd_lint.analysis.names import Scope, module_name_of
 from autograd_lint.analysis.project import ProjectFacts
 from autograd_lint.analysis.snippet import ParsedClass, Span, parse_class, parse_function
 from autograd_lint.analysis.syntax import source_lines
@@ -45,6 +46,15 @@ class ModuleAnalysis:
         """The file's lines, ends kept: split only when asked (most files that are linted only
         for their call sites never need them)."""
         return source_lines(self.text)
+
+    @property
+    def scope(self) -> Scope:
+        """Resolves the names written in this module (``names``)."""
+        return self.index.scope
+
+    def key_of(self, model: FunctionModel) -> str:
+        """The project-wide key of a Function class of this module (``names``)."""
+        return f"{self.index.scope.module.name}.{model.name}"
 
     def finding(
         self,
@@ -93,8 +103,12 @@ def analyse_module(path: str, text: str, tree: Optional[ast.Module], project: Pr
     """``index``: the module's index built for ``project.function_names`` already (then ``tree``
     is not needed). ``parsed``: classes libcst has parsed already, by (line, column) of their
     ``class`` statement (see ``parsed_classes``): not parsed again."""
+    module_name = module_name_of(path)
     if index is None:
-        index = build_module_index(tree, text, project.function_names, skeleton)
+        index = build_module_index(tree, text, project.function_names, skeleton,
+                                   names=(module_name, project.names))
+    else:  # built before the project was known (a file without Function classes)
+        index = replace(index, scope=Scope(module_name, index.symbols, project.names))
     analysis = ModuleAnalysis(path=path, text=text, index=index, project=project)
     local_models: dict[str, FunctionModel] = {}
     for info in index.function_classes:
@@ -105,7 +119,8 @@ def analyse_module(path: str, text: str, tree: Optional[ast.Module], project: Pr
             # libcst's own message gives positions inside the class snippet: not useful here.
             analysis.unparsed.append((info.node.lineno, info.name))
             continue
-        model = build_function_model(info, snippet, index.imports.qualify, local_models, project)
+        model = build_function_model(info, snippet, index.imports.qualify, local_models, project,
+                                     key=f"{module_name.name}.{info.name}")
         model.module_function = analysis.module_function
         local_models[info.name] = model
         analysis.classes.append(model)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Iterable, Optional
 
 from autograd_lint.analysis.ast_walk import walk
+from autograd_lint.analysis.names import ModuleName, ModuleSymbols, NameTable, Scope
 
 # Qualified names that make a class a Function class when they appear among its bases.
 FUNCTION_BASES = frozenset(
@@ -67,13 +68,15 @@ class ImportMap:
                     self.names.setdefault(top, top)
         elif isinstance(node, ast.ImportFrom):
             module = node.module or ""
-            if node.level:  # relative import: keep it recognisable but never torch's
-                module = "." * node.level + module
+            # A relative import keeps its dots (one per level; names.absolute resolves it against
+            # the file's package): recognisable, and never torch's.
+            prefix = "." * node.level
             for alias in node.names:
                 if alias.name == "*":
-                    self.star_modules.add(module)
+                    self.star_modules.add(prefix + module)
                 else:
-                    self.names[alias.asname or alias.name] = f"{module}.{alias.name}"
+                    self.names[alias.asname or alias.name] = (
+                        f"{prefix}{module}.{alias.name}" if module else prefix + alias.name)
 
     def qualify(self, dotted: str) -> str:
         """Resolve the first component through the imports: ``ag.Function`` -> ``torch.autograd.Function``."""
@@ -101,6 +104,8 @@ class ClassInfo:
     # inherited methods or ctx attributes stay silent.
     has_unknown_function_base: bool = False
     function_bases: list[str] = field(default_factory=list)  # local names of Function-class bases
+    # Function-class bases defined in another module: local name -> key (``module.Class``)
+    base_keys: dict[str, str] = field(default_factory=dict)
     methods: set[str] = field(default_factory=set)
 
     @property
@@ -128,14 +133,19 @@ class ModuleIndex:
     tree: Optional[ast.Module]  # None in a light_index
     imports: ImportMap
     classes: list[ClassInfo]
-    # Function class name -> argument counts of each `.apply(...)` call (None: not countable)
+    # Name written before `.apply(...)` -> argument counts of each such call (None: not countable)
     apply_arg_counts: dict[str, list[Optional[int]]] = field(default_factory=dict)
+    # Name written before `.apply(...)` -> for each call, the kind of each positional argument
+    # (``literal_kind``; "*" from a starred argument on: any number of anything)
+    apply_arg_kinds: dict[str, list[tuple[str, ...]]] = field(default_factory=dict)
     instantiations: list[tuple[str, CallSite]] = field(default_factory=list)
     gradcheck_calls: list[GradcheckCall] = field(default_factory=list)
     # Function class name -> lines of its `.apply(...)` calls (which helper functions apply it)
     apply_lines: dict[str, list[int]] = field(default_factory=dict)
     # Module-level `alias = Fn.apply` / `alias = Fn` bindings, alias -> Function class name
     aliases: dict[str, str] = field(default_factory=dict)
+    symbols: ModuleSymbols = field(default_factory=ModuleSymbols)  # what the top level binds
+    scope: Optional[Scope] = None  # resolves this module's names, once the project is known
 
     @property
     def function_classes(self) -> list[ClassInfo]:
@@ -145,19 +155,25 @@ class ModuleIndex:
 def build_module_index(
     tree: ast.Module, text: str, project_function_names: frozenset[str] = frozenset(),
     skeleton: Optional["ModuleSkeleton"] = None, instantiations: bool = True,
+    names: Optional[tuple[ModuleName, NameTable]] = None,
 ) -> ModuleIndex:
     """Index ``tree`` (parsed from ``text``). ``project_function_names`` are the Function classes
     of all linted files, so subclasses and calls of those defined elsewhere are seen too.
     ``skeleton`` is this module's ``collect_skeleton`` if already computed (it does not depend
     on the project). ``instantiations``: look for every call ``MyFn()`` of the Function classes,
-    beyond the lines the skeleton walked (the rules need them; the project facts do not)."""
+    beyond the lines the skeleton walked (the rules need them; the project facts do not).
+    ``names``: this module's name and the project's name table; with them a base class is a
+    Function class only as the module's scope resolves it (see ``names``), otherwise (the
+    project's first pass) by its name: what the project-wide facts then sort out."""
     collected = skeleton or collect_skeleton(tree, text)
     classes = [replace(c, qualified_bases=[], function_bases=[], is_function=False,
                        has_unknown_function_base=False) for c in collected.classes]
     imports = collected.imports
-    _mark_function_classes(classes, imports, project_function_names)
+    symbols = module_symbols(tree, imports)
+    scope = Scope(names[0], symbols, names[1]) if names is not None else None
+    _mark_function_classes(classes, imports, project_function_names, scope)
 
-    index = ModuleIndex(tree=tree, imports=imports, classes=classes)
+    index = ModuleIndex(tree=tree, imports=imports, classes=classes, symbols=symbols, scope=scope)
     function_names = {c.name for c in classes if c.is_function}
     # Function classes imported from other linted files count for call sites too.
     for local, qualified in imports.names.items():
@@ -354,8 +370,38 @@ def _collect_expression_calls(node: ast.AST, scope: ast.AST, collected: ModuleSk
             collected.calls.append((sub, scope))
 
 
+def module_symbols(tree: ast.Module, imports: ImportMap) -> ModuleSymbols:
+    """What the module's top level binds (in ``if``/``try`` blocks too): its imports, and the
+    names it defines itself, with the dotted name assigned to them (``X = ops.Y``) if any."""
+    defined: dict[str, Optional[str]] = {}
+    pending = list(tree.body)
+    while pending:
+        statement = pending.pop(0)
+        if isinstance(statement, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            defined[statement.name] = None
+        elif isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None:
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            value = dotted_name(statement.value) or ""  # "": a value we cannot follow
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    if value.partition(".")[0] == target.id and target.id in defined:
+                        continue  # `MyFn = MyFn.apply`: the name still leads to the class
+                    defined[target.id] = value
+        elif isinstance(statement, (ast.If, ast.Try)):
+            pending.extend(statement.body + statement.orelse + getattr(statement, "finalbody", []))
+            for handler in getattr(statement, "handlers", []):
+                pending.extend(handler.body)
+    for name in imports.names:
+        # Bound both ways: a class or def, or an alias (`X = ops.Y`), is what the module means;
+        # a fallback value (`except ImportError: FusedFn = None`) is not.
+        if defined.get(name, "") == "":
+            defined.pop(name, None)
+    return ModuleSymbols(imports=dict(imports.names), star_imports=sorted(imports.star_modules), defined=defined)
+
+
 def _mark_function_classes(
-    classes: list[ClassInfo], imports: ImportMap, project_function_names: frozenset[str]
+    classes: list[ClassInfo], imports: ImportMap, project_function_names: frozenset[str],
+    scope: Optional[Scope] = None,
 ) -> None:
     local_function_names: set[str] = set()
     for info in classes:  # in source order: a base must be defined before its subclass
@@ -368,6 +414,13 @@ def _mark_function_classes(
             elif base in local_function_names:
                 info.is_function = True
                 info.function_bases.append(base)
+            elif scope is not None:
+                key = scope.function_key(base)
+                if key is not None:  # a Function class of another module (or of this one, later)
+                    info.is_function = True
+                    info.has_unknown_function_base = True
+                    info.function_bases.append(base)
+                    info.base_keys[base] = key
             elif qualified.rsplit(".", 1)[-1] in project_function_names and (
                 base in imports.names or "." in base
             ) and not qualified.startswith("torch."):  # nn.Conv2d is not a project's `Conv2d`
@@ -424,8 +477,10 @@ def _collect_calls(
                 k.arg is None for k in call.keywords
             )
             count = len(call.args) + len(call.keywords) if countable else None
-            class_name = index.imports.names.get(parts[0], parts[0]).rsplit(".", 1)[-1]
-            index.apply_arg_counts.setdefault(class_name, []).append(count)
+            # Keyed by the name as written: the project facts resolve it in this module's scope.
+            index.apply_arg_counts.setdefault(parts[0], []).append(count)
+            index.apply_arg_kinds.setdefault(parts[0], []).append(tuple(
+                "*" if isinstance(a, ast.Starred) else literal_kind(a) for a in call.args))
             index.apply_lines.setdefault(parts[0], []).append(call.lineno)
         elif len(parts) == 1 and func in function_names and func not in rebound:
             index.instantiations.append((func, _site(call)))
@@ -434,6 +489,25 @@ def _collect_calls(
             parts[-1] in ("gradcheck", "gradgradcheck") and qualified.startswith("torch.")
         ):
             index.gradcheck_calls.append(_gradcheck_call(call, scope, parts[-1], index, function_defs))
+
+
+_LITERAL_TYPES = (bool, int, float, complex, str, bytes)
+
+
+def literal_kind(node: ast.AST) -> str:
+    """What an argument is when it is a literal: "int", "float", "str", "bool", "None",
+    "tuple" (of literals)...; "other" for anything else."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, (int, float, complex))):
+            return "other"
+    if isinstance(node, ast.Constant):
+        if node.value is None:
+            return "None"
+        return type(node.value).__name__ if isinstance(node.value, _LITERAL_TYPES) else "other"
+    if isinstance(node, ast.Tuple) and all(literal_kind(e) != "other" for e in node.elts):
+        return "tuple"
+    return "other"
 
 
 def _gradcheck_call(

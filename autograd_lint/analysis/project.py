@@ -11,21 +11,28 @@ from __future__ import annotations
 
 import ast
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Iterable, Optional
 
 from autograd_lint.analysis.ast_walk import walk
 from autograd_lint.analysis.module_index import FUNCTION_BASES, ModuleIndex
+from autograd_lint.analysis.names import ModuleName, ModuleSymbols, NameTable, Scope, build_name_table
 
 
 @dataclass
 class FileFacts:
-    # class name -> (resolved last names of its bases, is it directly a Function class)
-    classes: list[tuple[str, list[str], bool]] = field(default_factory=list)
-    apply_arg_counts: dict[str, list[Optional[int]]] = field(default_factory=dict)
+    """What one file says, independent of where it lies (cached by its content): names are as
+    written in it, resolved in ``ProjectFacts.merge`` once the file's module name is known."""
+
+    # (class name, last names of its bases as imported, is it directly a Function class,
+    #  its bases as written)
+    classes: list[tuple[str, list[str], bool, list[str]]] = field(default_factory=list)
+    symbols: ModuleSymbols = field(default_factory=ModuleSymbols)
+    apply_arg_counts: dict[str, list[Optional[int]]] = field(default_factory=dict)  # by name as written
+    apply_arg_kinds: dict[str, list[tuple[str, ...]]] = field(default_factory=dict)  # the same, per argument
     gradchecked_names: set[str] = field(default_factory=set)
-    # module-level function -> Function classes it applies (`def cube(x): return Cube.apply(x)`),
-    # so a gradcheck of the helper in another file reaches the class.
+    # module-level function -> names it applies (`def cube(x): return Cube.apply(x)`), so a
+    # gradcheck of the helper in another file reaches the class.
     helpers: dict[str, set[str]] = field(default_factory=dict)
     # class name -> methods it defines, and the ctx attributes they set (None: ctx escapes to
     # code we cannot see), so subclasses in other files know what they inherit.
@@ -35,99 +42,170 @@ class FileFacts:
 
 @dataclass
 class ProjectFacts:
+    """Facts about classes are keyed by the class's key, ``module.Class`` (see ``names``)."""
+
+    # Names of classes that may be Function classes, by name alone (a class whose base has the
+    # name of one): which files to read at all. What a name means is ``names``'s to say.
     function_names: frozenset[str] = frozenset()
-    subclassed_names: frozenset[str] = frozenset()  # Function classes some other class derives from
+    names: NameTable = field(default_factory=NameTable)
+    subclassed_keys: frozenset[str] = frozenset()  # Function classes some other class derives from
     apply_arg_counts: dict[str, list[Optional[int]]] = field(default_factory=dict)
-    gradchecked_names: frozenset[str] = frozenset()
-    bases: dict[str, list[str]] = field(default_factory=dict)  # Function class -> its base names
+    # Function class -> the kind of each positional argument of each `.apply(...)` call
+    # (module_index.literal_kind): what callers pass, for input_evidence
+    apply_arg_kinds: dict[str, list[tuple[str, ...]]] = field(default_factory=dict)
+    gradchecked_keys: frozenset[str] = frozenset()
+    bases: dict[str, list[str]] = field(default_factory=dict)  # Function class -> its Function bases
     # Function classes directly derived from torch's Function (their chain ends there)
     roots: frozenset[str] = frozenset()
     class_members: dict[str, tuple[set[str], Optional[set[str]]]] = field(default_factory=dict)
     # ctx attributes some code sets from outside the Function, through an output's grad_fn
     grad_fn_attributes: frozenset[str] = frozenset()
 
+    @property
+    def function_keys(self) -> frozenset[str]:
+        return self.names.function_keys
+
     def fingerprint(self) -> str:
         """A hash of everything here, the same in every process (sets are sorted, so Python's
         per-process string hashing does not change it): the cache key of the per-file results."""
         return hashlib.blake2b(repr(_canonical(self.__dict__)).encode(), digest_size=16).hexdigest()
 
-    def inherited(self, base_names: Iterable[str]) -> Optional[tuple[set[str], set[str]]]:
-        """Methods and ctx attributes that Function classes named ``base_names`` (defined in any
+    def inherited(self, base_keys: Iterable[str]) -> Optional[tuple[set[str], set[str]]]:
+        """Methods and ctx attributes that the Function classes ``base_keys`` (defined in any
         linted file) provide, with their own bases; None when some of it cannot be known."""
         methods: set[str] = set()
         attrs: set[str] = set()
-        pending, seen = list(base_names), set()
+        pending, seen = list(base_keys), set()
         while pending:
-            name = pending.pop()
-            if name in seen:
+            key = pending.pop()
+            if key in seen:
                 continue
-            seen.add(name)
-            members = self.class_members.get(name)
+            seen.add(key)
+            members = self.class_members.get(key)
             if members is None or members[1] is None:
                 return None
             methods |= members[0]
             attrs |= members[1]
-            if name not in self.roots:
-                pending.extend(self.bases.get(name, []))
+            if key not in self.roots:
+                pending.extend(self.bases.get(key, []))
         return methods, attrs
 
-    def defines(self, class_name: str, member: str) -> bool:
+    def literal_kinds(self, class_key: str, position: int) -> Optional[frozenset[str]]:
+        """The kinds of literal that every ``.apply(...)`` call of the class in the linted
+        files passes at ``position``; None when there is no call, or one passes anything else
+        there (a name, an expression, nothing: the default, or a starred argument)."""
+        calls = self.apply_arg_kinds.get(class_key)
+        if not calls:
+            return None
+        kinds = set()
+        for call in calls:
+            if position >= len(call) or "*" in call[: position + 1] or call[position] == "other":
+                return None
+            kinds.add(call[position])
+        return frozenset(kinds)
+
+    def defines(self, class_key: str, member: str) -> bool:
         """Does the class, or one of its bases in any linted file, define ``member``? (methods
         only: unlike ``inherited``, a base whose ctx use is unknown still counts)."""
-        pending, seen = [class_name], set()
+        pending, seen = [class_key], set()
         while pending:
-            name = pending.pop()
-            if name in seen:
+            key = pending.pop()
+            if key in seen:
                 continue
-            seen.add(name)
-            members = self.class_members.get(name)
+            seen.add(key)
+            members = self.class_members.get(key)
             if members is not None and member in members[0]:
                 return True
-            pending.extend(self.bases.get(name, []))
+            pending.extend(self.bases.get(key, []))
         return False
 
     @classmethod
-    def merge(cls, all_facts: Iterable[FileFacts]) -> "ProjectFacts":
+    def merge(cls, all_facts: Iterable[tuple[Optional[ModuleName], FileFacts]]) -> "ProjectFacts":
+        """``all_facts``: each file's facts with its module's name (None: a file that only
+        contributes grad_fn attributes)."""
         all_facts = list(all_facts)
-        classes = [c for facts in all_facts for c in facts.classes]
-        function_names = {name for name, _, direct in classes if direct}
+        located = [(module, facts) for module, facts in all_facts if module is not None]
+        classes = [c for _, facts in located for c in facts.classes]
+        function_names = {name for name, _, direct, _ in classes if direct}
         changed = True
-        while changed:  # subclasses of subclasses, across files
+        while changed:  # subclasses of subclasses, across files, by name: which files to read
             changed = False
-            for name, bases, _ in classes:
+            for name, bases, _, _ in classes:
                 if name not in function_names and any(b in function_names for b in bases):
                     function_names.add(name)
                     changed = True
-        subclassed = {b for name, bases, _ in classes if name in function_names for b in bases}
+
+        symbols: dict[ModuleName, ModuleSymbols] = {}
+        for module, facts in located:
+            if module in symbols:  # two files of one module name: what either binds
+                known = symbols[module]
+                facts_symbols = ModuleSymbols({**known.imports, **facts.symbols.imports},
+                                              known.star_imports + facts.symbols.star_imports,
+                                              {**known.defined, **facts.symbols.defined})
+            else:
+                facts_symbols = facts.symbols
+            symbols[module] = facts_symbols
+        table = build_name_table(symbols, function_names)
+        keyed = [(f"{module.name}.{name}", module, bases, direct)
+                 for module, facts in located for name, _, direct, bases in facts.classes]
+        roots = {key for key, _, _, direct in keyed if direct}
+        keys = set(roots)
+        base_keys: dict[str, set[str]] = {}
+        while True:  # what each base means in its module's scope, until nothing changes
+            table = table.with_functions(keys)
+            scopes = {module: Scope(module, symbols[module], table) for module in symbols}
+            new = set()
+            for key, module, bases, _ in keyed:
+                for base in bases:
+                    base_key = scopes[module].function_key(base) if base else None
+                    if base_key is not None and base_key != key:
+                        base_keys.setdefault(key, set()).add(base_key)
+                        if key not in keys:
+                            new.add(key)
+            if not new:
+                break
+            keys |= new
+
         apply_counts: dict[str, list[Optional[int]]] = {}
+        apply_kinds: dict[str, list[tuple[str, ...]]] = {}
+        gradchecked_names: set[str] = set()
         gradchecked: set[str] = set()
-        for facts in all_facts:
-            for name, counts in facts.apply_arg_counts.items():
-                apply_counts.setdefault(name, []).extend(counts)
-            gradchecked |= facts.gradchecked_names
         helpers: dict[str, set[str]] = {}
-        for facts in all_facts:
-            for name, applied in facts.helpers.items():
-                helpers.setdefault(name, set()).update(applied)
-        for _ in range(2):  # helpers calling helpers, two levels
-            gradchecked |= {c for name in list(gradchecked) for c in helpers.get(name, ())}
         members: dict[str, tuple[set[str], Optional[set[str]]]] = {}
-        for facts in all_facts:
+        for module, facts in located:
+            scope = scopes[module]
+            for name, counts in facts.apply_arg_counts.items():
+                key = scope.function_key(name)
+                if key is not None:
+                    apply_counts.setdefault(key, []).extend(counts)
+                    apply_kinds.setdefault(key, []).extend(facts.apply_arg_kinds.get(name, ()))
+            gradchecked_names |= facts.gradchecked_names
+            gradchecked |= {key for key in map(scope.function_key, facts.gradchecked_names) if key is not None}
+            for name, applied in facts.helpers.items():
+                helpers.setdefault(name, set()).update(k for k in map(scope.function_key, applied) if k is not None)
             for name, (methods, attrs) in facts.class_members.items():
-                if name in members:  # two classes of that name: keep what both agree on knowing
-                    old_methods, old_attrs = members[name]
+                key = f"{module.name}.{name}"
+                if key in members:  # two classes of that key: keep what both agree on knowing
+                    old_methods, old_attrs = members[key]
                     attrs = None if attrs is None or old_attrs is None else attrs | old_attrs
                     methods = methods | old_methods
-                members[name] = (methods, attrs)
+                members[key] = (methods, attrs)
+        for _ in range(2):  # helpers calling helpers, two levels
+            reached = {k for name in gradchecked_names for k in helpers.get(name, ())}
+            gradchecked |= reached
+            gradchecked_names |= {k.rpartition(".")[2] for k in reached}
+        function_bases = {key: sorted(b for b in found if b in keys) for key, found in base_keys.items() if key in keys}
         return cls(
-            grad_fn_attributes=frozenset(a for facts in all_facts for a in facts.grad_fn_attributes),
-            bases={name: bases for name, bases, _ in classes if name in function_names},
-            roots=frozenset(name for name, _, direct in classes if direct),
-            class_members=members,
+            grad_fn_attributes=frozenset(a for _, facts in all_facts for a in facts.grad_fn_attributes),
+            names=table,
+            bases=function_bases,
+            roots=frozenset(roots),
+            class_members={key: value for key, value in members.items() if key in keys},
             function_names=frozenset(function_names),
-            subclassed_names=frozenset(subclassed & function_names),
+            subclassed_keys=frozenset(b for found in function_bases.values() for b in found),
             apply_arg_counts=apply_counts,
-            gradchecked_names=frozenset(gradchecked),
+            apply_arg_kinds=apply_kinds,
+            gradchecked_keys=frozenset(gradchecked),
         )
 
 
@@ -140,9 +218,11 @@ def facts_from_index(index: ModuleIndex) -> FileFacts:
             if q and (q in FUNCTION_BASES or not q.startswith("torch."))
         ]
         direct = any(q in FUNCTION_BASES for q in info.qualified_bases)
-        facts.classes.append((info.name, base_names, direct or info.is_function))
+        facts.classes.append((info.name, base_names, direct or info.is_function, list(info.bases)))
         facts.class_members[info.name] = (set(info.methods), _ctx_attributes_set(info.node))
+    facts.symbols = index.symbols
     facts.apply_arg_counts = {k: list(v) for k, v in index.apply_arg_counts.items()}
+    facts.apply_arg_kinds = {k: list(v) for k, v in index.apply_arg_kinds.items()}
     for call in index.gradcheck_calls:
         facts.gradchecked_names |= call.reached_names
     apply_lines = sorted(line for lines in index.apply_lines.values() for line in lines)
@@ -194,6 +274,8 @@ def _ctx_attributes_set(node: ast.ClassDef) -> Optional[set[str]]:
 
 
 def _canonical(value):
+    if is_dataclass(value) and not isinstance(value, type):
+        return [(f.name, _canonical(getattr(value, f.name))) for f in fields(value)]
     if isinstance(value, dict):
         return sorted((str(k), _canonical(v)) for k, v in value.items())
     if isinstance(value, (set, frozenset)):

@@ -199,6 +199,10 @@ class TensorJudge:
         if isinstance(func, cst.Attribute):
             method = func.attr.value
             receiver = self.expr(func.value, visiting)
+            if method == "type" and _converts_type(node):
+                # `x.type(torch.int8)`, `x.type(dtype)`: the tensor converted; only the bare
+                # `x.type()` is the type's name, a string.
+                return T.TENSOR if receiver is T.TENSOR else T.UNKNOWN
             if method in NON_TENSOR_METHODS:
                 return T.NOT_TENSOR
             if receiver is T.TENSOR:
@@ -206,6 +210,11 @@ class TensorJudge:
                     return T.UNKNOWN
                 return T.TENSOR
         return T.UNKNOWN
+
+
+def _converts_type(call: cst.Call) -> bool:
+    """``.type(dtype)`` or ``.type(dtype=...)``: Tensor.type's conversion form."""
+    return bool(positional_args(call)) or any(a.keyword is not None and a.keyword.value == "dtype" for a in call.args)
 
 
 def _is_method_on_local(name: str, judge: TensorJudge) -> bool:

@@ -83,4 +83,4 @@ def _separated(elements: list[cst.Element]) -> list[cst.Element]:
 
 def _without_name_evidence(model, param) -> T:
     return judge_parameter(param.name, param.annotation, param.default, model.input_uses[param.name],
-                           is_first=False, by_name=False)
+                           is_first=False, by_name=False, passed=model.passed_literals(param.name))

@@ -89,7 +89,7 @@ def _flagged_index(model, save) -> Optional[int]:
         param = _input_named(model, save.method, value, inputs)
         if param is not None:
             verdict = judge_parameter(param.name, param.annotation, param.default, model.input_uses[param.name],
-                                      is_first=False, by_name=False)
+                                      is_first=False, by_name=False, passed=model.passed_literals(param.name))
         else:
             verdict = judge(value)
         if verdict is T.NOT_TENSOR:

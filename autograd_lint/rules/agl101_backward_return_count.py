@@ -25,7 +25,7 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
         required = sum(1 for p in inputs if not p.has_default)
         if model.style == "new":
             required = len(inputs)  # apply binds the defaults: PyTorch counts every input
-        passed = [c for c in module.project.apply_arg_counts.get(model.name, []) if c is not None]
+        passed = [c for c in module.project.apply_arg_counts.get(module.key_of(model), []) if c is not None]
         names = ", ".join(p.name for p in inputs)
         if not backward.returns:
             if not raises_only(backward):

@@ -13,8 +13,11 @@ CODE = "AGL104"
 
 def check(module: ModuleAnalysis) -> Iterator[Finding]:
     for name, site in module.index.instantiations:
-        class_name = module.index.imports.names.get(name, name).rsplit(".", 1)[-1]
-        if module.project.defines(class_name, "__call__"):
+        key = module.scope.function_key(name)
+        if key is None:
+            continue  # the name means something else here: a class of its own, or we cannot tell
+        class_name = key.rpartition(".")[2]
+        if module.project.defines(key, "__call__"):
             continue  # a deliberate callable wrapper object: calling the instance runs its own __call__
         finding = module.finding(
             CODE, site,

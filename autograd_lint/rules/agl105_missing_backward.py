@@ -24,7 +24,7 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
         members = _members_with_bases(model) | inherited
         if any(model.method(n) or n in members for n in ("backward", "vjp")):
             continue
-        if model.name in module.project.subclassed_names or model.name in local_bases:
+        if module.key_of(model) in module.project.subclassed_keys or model.name in local_bases:
             continue  # a base class: its subclasses provide backward
         yield module.at_class(
             CODE, model,

@@ -30,7 +30,8 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
                 if param is not None:
                     # Only what the input's annotation, default or use says; not its name.
                     verdict = judge_parameter(param.name, param.annotation, param.default, uses[param.name],
-                                              is_first=False, by_name=False)
+                                              is_first=False, by_name=False,
+                                              passed=model.passed_literals(param.name))
                 else:
                     verdict = judge(value)
                 if verdict is T.NOT_TENSOR:

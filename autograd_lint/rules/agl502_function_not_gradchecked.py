@@ -14,7 +14,7 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
     for model in module.classes:
         if model.forward is None or model.own("backward") is None and model.own("vjp") is None:
             continue  # an abstract base or a forward-only Function: nothing to check
-        if model.name not in module.project.gradchecked_names:
+        if module.key_of(model) not in module.project.gradchecked_keys:
             yield module.at_class(
                 CODE, model,
                 f"no gradcheck/gradgradcheck call in the linted paths reaches {model.name}: "

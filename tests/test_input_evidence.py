@@ -1,0 +1,48 @@
+"""How strong each piece of evidence about a forward input is (``analysis.input_evidence``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from autograd_lint.analysis.input_evidence import ParameterUses, judge_parameter
+from autograd_lint.analysis.tensorness import T
+
+
+def judge(annotation, uses=None, passed=None):
+    return judge_parameter("value_in", annotation, None, uses or ParameterUses(), is_first=False,
+                           by_name=False, passed=passed)
+
+
+@pytest.mark.parametrize("annotation", [
+    "torch.Tensor", "Tensor", "Optional[torch.Tensor]", "torch.Tensor | None", "Union[Tensor, None]",
+    "'torch.Tensor'", "Optional[Union[torch.Tensor, torch.nn.Parameter]]", "torch.LongTensor",
+])
+def test_an_annotation_of_tensors_only_says_tensor(annotation):
+    assert judge(annotation) is T.TENSOR
+
+
+@pytest.mark.parametrize("annotation", [
+    "Optional[Union[Tensor, AttentionBias]]", "Union[torch.Tensor, BlockDiagonalMask]",
+    "torch.Tensor | AttentionBias", "Union[int, Tensor]", "List[Tensor]", "Tensor[",
+])
+def test_a_union_with_another_member_is_not_certainly_a_tensor(annotation):
+    assert judge(annotation) is T.UNKNOWN
+
+
+def test_a_use_as_a_plain_value_contradicts_a_tensor_annotation():
+    counted = ParameterUses()
+    counted.as_non_tensor = True  # `range(times)`
+    assert judge("torch.Tensor", counted) is T.UNKNOWN
+    both = ParameterUses()
+    both.as_non_tensor = both.as_tensor = True
+    assert judge("torch.Tensor", both) is T.TENSOR
+
+
+@pytest.mark.parametrize("passed, expected", [
+    (frozenset({"int"}), T.NOT_TENSOR),  # mmcv's im2col_step: torch.Tensor, always given 64
+    (frozenset({"int", "float", "None"}), T.NOT_TENSOR),
+    (frozenset({"None"}), T.TENSOR),  # None says nothing about the other calls: the annotation stands
+    (None, T.TENSOR),  # some call passes something else (or no call is known)
+])
+def test_literals_at_every_call_site_outweigh_the_annotation(passed, expected):
+    assert judge("torch.Tensor", passed=passed) is expected
