@@ -18,6 +18,15 @@ class RuleInfo:
     summary: str
     default_enabled: bool = True
     static: bool = True  # False for the AGL9xx runtime findings of --dynamic
+    # For a rule whose findings carry their own severity by harm (``Finding.level``): how the
+    # catalogue shows it, e.g. "error (write) / warning (read)". ``severity`` is then the level
+    # of a finding that carries none, and SARIF's default for the rule.
+    graded: str = ""
+
+    @property
+    def severity_text(self) -> str:
+        """The severity as the README table, the rule page and ``--explain`` show it."""
+        return self.graded or self.severity
 
 
 RULES: dict[str, RuleInfo] = {
@@ -62,7 +71,9 @@ RULES: dict[str, RuleInfo] = {
                  "in-place operation on a saved tensor inside backward"),
         RuleInfo("AGL303", "inplace-input-no-mark-dirty", "error",
                  "in-place operation on a forward input without ctx.mark_dirty"),
-        RuleInfo("AGL304", "dot-data", "warning", ".data read on a tensor inside a Function class"),
+        RuleInfo("AGL304", "dot-data", "warning",
+                 "a write through .data (unseen by the version counter), or a .data read that breaks "
+                 "double backward or detaches what backward reads", graded="error (write) / warning (read)"),
         RuleInfo("AGL305", "backward-not-differentiable", "info",
                  "backward leaves autograd without @once_differentiable", default_enabled=False),
         RuleInfo("AGL401", "needs-input-grad-unchecked", "warning",

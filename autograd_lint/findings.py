@@ -23,6 +23,9 @@ class Finding:
     fix_safe: Optional[bool] = None  # with fix_available: applied by --fix without --unsafe-fixes
     confirmation: Optional[str] = None  # set by --dynamic only
     evidence: Optional[str] = None
+    # This finding's own severity, for a rule graded by harm (AGL304: a write is an error, a read
+    # a warning); empty: the catalogue's severity for the code. Every reporter reads ``severity``.
+    level: str = ""
 
     @property
     def name(self) -> str:
@@ -30,7 +33,7 @@ class Finding:
 
     @property
     def severity(self) -> str:
-        return RULES[self.code].severity
+        return self.level or RULES[self.code].severity
 
     def with_path(self, path: str) -> "Finding":
         return replace(self, path=path)

@@ -125,10 +125,10 @@ def test_runtime_failures_explained_by_a_confirmed_finding_are_merged_into_it(co
 
 def test_a_runtime_failure_no_confirmed_finding_explains_is_still_reported(confirm_run):
     _, by_file, _ = confirm_run
-    # .data.clone() saved in forward: AGL304's version-counter check is not reproduced, but the
-    # detached copy does break double backward: AGL902 stays, on its own.
+    # .data.clone() saved in forward (a copy, not an alias) and .data.numel(): AGL304 stays silent
+    # on both reads, but the detached copy does break double backward: AGL902 stays, on its own.
     near_miss = by_file["AGL304_near_miss.py"]
-    assert {f["confirmation"] for f in near_miss if f["code"] == "AGL304"} == {"not-reproduced"}
+    assert not [f for f in near_miss if f["code"] == "AGL304"]
     (gradgrad,) = [f for f in near_miss if f["code"] == "AGL902"]
     assert gradgrad["confirmation"] == "confirmed" and gradgrad["evidence"] == "with declared inputs @example #1"
 

@@ -45,9 +45,6 @@ NOT_CONFIRMABLE = {
 
 # Originals whose findings are real statically but do no harm on the declared example.
 ORIGINAL_NOT_REPRODUCED = {
-    "AGL304/unsafe": "the .data reads only feed a product (forward) and a scale that cancels out "
-                     "(backward): nothing saved aliases an input and gradgradcheck passes; "
-                     "AGL304/unsafe_saved is the pair whose confirmation flips",
     "AGL402/basic": "the float32 torch.ones/torch.randn are promoted to float64 by the 2-D gradient they "
                     "multiply, randn is multiplied by 0, and arange gives int64 indices, the right dtype; "
                     "AGL402/zero_dim is the pair whose confirmation flips",

@@ -33,7 +33,7 @@ def render_rule_table() -> str:
             default = "`--dynamic`"
         linked = f"[{code}](rules/{code}.md)" if info.static else code
         summary = info.summary.replace("|", "\\|")
-        lines.append(f"| {linked} | {info.name} | {info.severity} | {default} | {summary} |")
+        lines.append(f"| {linked} | {info.name} | {info.severity_text} | {default} | {summary} |")
     return "\n".join(lines)
 
 

@@ -82,7 +82,7 @@ def expected_severity_line(info: RuleInfo) -> str:
         default = "on"
     else:
         default = f"off — enable with --select {info.code}"
-    return f"Severity: {info.severity} · Default: {default}"
+    return f"Severity: {info.severity_text} · Default: {default}"
 
 
 def expected_headings(code: str) -> list[str]:

@@ -77,11 +77,17 @@ def test_results_are_the_json_findings(fixture_reports):
 
 
 def test_levels_follow_severity(fixture_reports):
-    sarif, _ = fixture_reports
+    """Each result's level is its finding's own severity (AGL304 grades by harm: a write through
+    .data is an error, a read a warning), the rule's default level is the catalogue's."""
+    sarif, plain = fixture_reports
     run = sarif["runs"][0]
     expected = {"error": "error", "warning": "warning", "info": "note"}
-    for result in run["results"]:
-        assert result["level"] == expected[RULES[result["ruleId"]].severity]
+    assert [r["level"] for r in run["results"]] == [expected[f["severity"]] for f in plain["findings"]]
+    graded = {(f["code"], f["severity"]) for f in plain["findings"] if RULES[f["code"]].graded}
+    assert graded >= {("AGL304", "error"), ("AGL304", "warning")}
+    for finding in plain["findings"]:
+        if not RULES[finding["code"]].graded:
+            assert finding["severity"] == RULES[finding["code"]].severity
     for rule in run["tool"]["driver"]["rules"]:
         assert rule["defaultConfiguration"]["level"] == expected[RULES[rule["id"]].severity]
 

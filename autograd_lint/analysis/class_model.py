@@ -150,6 +150,17 @@ class CtxAttributeSet:
     value: Optional[cst.BaseExpression]  # None when not readable (setattr with a variable, AugAssign)
     statement: cst.CSTNode
     method: Method
+    # Set for one element of a container stored on ctx (``ctx.tensors = (None, B)`` gives the
+    # whole tuple, then ``B`` at index 1): its position (negative after a starred element, counted
+    # from the end) or its dict key. Each element is a value ctx holds, as ``ctx.x = x`` is.
+    index: Union[int, str, None] = None
+
+    @property
+    def shown(self) -> str:
+        """How the value is written when read back: ``ctx.x``, ``ctx.tensors[1]``, ``ctx.d["a"]``."""
+        if self.index is None:
+            return f"ctx.{self.attr}"
+        return f"ctx.{self.attr}[{self.index!r}]" if isinstance(self.index, str) else f"ctx.{self.attr}[{self.index}]"
 
 
 @dataclass
@@ -176,13 +187,15 @@ class FunctionModel:
     unknown_base: bool = False
     inherited_from_project: Optional[tuple[set[str], set[str]]] = None
     remote_bases: list[str] = field(default_factory=list)  # Function bases in other files
+    # The file's module-level function of a name, parsed, or None (set by analyse_module).
+    module_function: Callable[[str], Optional["Method"]] = field(default=lambda name: None, repr=False)
     key: str = ""  # ``module.Class`` (analysis.names)
     project: Optional[ProjectFacts] = None
 
     def passed_literals(self, input_name: str) -> Optional[frozenset[str]]:
         """The kinds of literal every ``.apply(...)`` call in the linted files passes for this
         forward input (``ProjectFacts.literal_kinds``), or None."""
-        names = [p.name for p in self.inputs or []]
+        names = [p.name for p in self.known_inputs]
         if self.project is None or input_name not in names:
             return None
         return self.project.literal_kinds(self.key, names.index(input_name))
@@ -219,13 +232,56 @@ class FunctionModel:
             return frozenset()
         return method.ctx_name_set
 
+    # ---- helpers ---------------------------------------------------------------------------
+    @cached_property
+    def class_helpers(self) -> dict[str, Method]:
+        """The class's own @staticmethod/@classmethod functions other than the autograd methods."""
+        result = {}
+        for statement in self.parsed.node.body.body:
+            if isinstance(statement, cst.FunctionDef) and statement.name.value not in METHOD_NAMES:
+                method = _method(statement, self.name, self.parsed)
+                if method.is_static or method.is_classmethod:
+                    result[method.name] = method
+        return result
+
+    def helper(self, call: cst.Call) -> Optional[Method]:
+        """The helper a call in forward/backward runs, when this file shows its body: a static or
+        class method of this class (``MyFn._step(x)``, ``cls._step(x)``) or a module-level
+        function of the file (``_step(x)``, not imported)."""
+        func = call.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in (
+                self.name, "cls"):
+            return self.class_helpers.get(func.attr.value)
+        if isinstance(func, cst.Name) and self.qualify(func.value) == func.value:
+            return self.module_function(func.value)
+        return None
+
     # ---- forward inputs and outputs ---------------------------------------------------------
     @cached_property
     def inputs(self) -> Optional[list[Param]]:
-        """forward's inputs (what ``.apply`` passes); None when unknown (``*args``, no forward)."""
+        """forward's inputs (what ``.apply`` passes); None when unknown (no forward, or ``*args``
+        not unpacked into an exact number of names)."""
         forward = self.forward
-        if forward is None or forward.star_args is not None:
+        if forward is None:
             return None
+        if forward.star_args is not None:
+            unpacked = self.star_inputs
+            return unpacked[0] if unpacked is not None and unpacked[1] else None
+        return self._named_inputs
+
+    @cached_property
+    def known_inputs(self) -> list[Param]:
+        """The inputs known by position: ``inputs``, or when their count is unknowable, those
+        forward names from ``*args`` (``x, w, *rest = args``, ``x = args[0]``). For what an input
+        is and how it is used, never for counting."""
+        if self.inputs is not None:
+            return self.inputs
+        unpacked = self.star_inputs
+        return unpacked[0] if unpacked is not None else []
+
+    @property
+    def _named_inputs(self) -> Optional[list[Param]]:
+        forward = self.forward
         if self.style == "legacy":
             return forward.params[1:]
         if forward.params and forward.params[0].name == "ctx":
@@ -233,9 +289,46 @@ class FunctionModel:
         return forward.params
 
     @cached_property
+    def star_inputs(self) -> Optional[tuple[list[Param], bool]]:
+        """``def forward(ctx, *args): a, b = args``: the inputs by position (named parameters, then
+        the names unpacked from ``*args`` by a statement of forward's own body, or ``a = args[0]``),
+        and whether that is all of them (an exact unpacking raises for any other count)."""
+        forward = self.forward
+        named = self._named_inputs if forward is not None else None
+        if forward is None or forward.star_args is None or named is None:
+            return None
+        star = forward.star_args
+        by_position: dict[int, str] = {}
+        complete = False
+        for line in forward.node.body.body if isinstance(forward.node.body, cst.IndentedBlock) else []:
+            if not isinstance(line, cst.SimpleStatementLine):
+                continue
+            for small in line.body:
+                if not (isinstance(small, cst.Assign) and len(small.targets) == 1):
+                    continue
+                target, value = small.targets[0].target, small.value
+                if isinstance(value, cst.Name) and value.value == star and isinstance(target, (cst.Tuple, cst.List)):
+                    for i, element in enumerate(target.elements):
+                        if isinstance(element, cst.StarredElement):
+                            break
+                        if isinstance(element.value, cst.Name):
+                            by_position.setdefault(i, element.value.value)
+                    else:
+                        complete = not by_position or max(by_position) == len(target.elements) - 1
+                elif isinstance(target, cst.Name) and isinstance(value, cst.Subscript):
+                    position = subscript_position(value, star)
+                    if position is not None:
+                        by_position.setdefault(position, target.value)
+        if not by_position or any(i not in by_position for i in range(max(by_position) + 1)):
+            return None  # a gap: the positions after it are not known
+        params = list(named) + [Param(by_position[i], cst.Param(cst.Name(by_position[i])), None, None)
+                                for i in range(len(by_position))]
+        return params, complete
+
+    @cached_property
     def input_tensorness(self) -> dict[str, T]:
         """Each forward input's tensor-ness (see input_evidence for the evidence it weighs)."""
-        inputs = self.inputs or []
+        inputs = self.known_inputs
         uses = self.input_uses
         return {
             p.name: judge_parameter(p.name, p.annotation, p.default, uses[p.name], is_first=(i == 0),
@@ -247,7 +340,7 @@ class FunctionModel:
     def input_uses(self) -> dict[str, ParameterUses]:
         """How forward, setup_context and the backward-side methods use each input: directly, or
         through the ctx attribute it was stored in (``ctx.fn = fn`` then ``ctx.fn(...)``)."""
-        inputs = self.inputs or []
+        inputs = self.known_inputs
         uses = {p.name: ParameterUses() for p in inputs}
         if self.forward is None:
             return uses
@@ -281,12 +374,16 @@ class FunctionModel:
         backward = self.backward
         if backward is None:
             return
+        only_none = _names_only_bound_to_none(backward)  # `dsx = None ... return dx, dsx`
         for ret in backward.returns:
             if not isinstance(ret.value, cst.Tuple) or len(ret.value.elements) < len(inputs):
                 continue
             for param, element in zip(inputs, ret.value.elements):
-                if not isinstance(element, cst.StarredElement) and not is_none(element.value):
-                    uses[param.name].as_tensor = True
+                if isinstance(element, cst.StarredElement) or is_none(element.value):
+                    continue
+                if isinstance(element.value, cst.Name) and element.value.value in only_none:
+                    continue
+                uses[param.name].as_tensor = True
 
     @cached_property
     def setup_context_inputs(self) -> dict[str, str]:
@@ -422,6 +519,8 @@ class FunctionModel:
         """ctx attributes that forward/setup_context certainly set to a tensor (AGL201/AGL207's findings)."""
         result = set()
         for attr_set in self.ctx_attribute_sets:
+            if attr_set.index is not None:
+                continue  # an element: the attribute itself holds the container
             if attr_set.value is not None and self.judge(attr_set.method)(attr_set.value) is T.TENSOR:
                 result.add(attr_set.attr)
         return result
@@ -433,6 +532,60 @@ class FunctionModel:
         from autograd_lint.analysis.provenance import ProvenanceModel
 
         return ProvenanceModel(self)
+
+    @cached_property
+    def ctx_containers(self) -> dict[str, tuple[Optional[int], dict[Union[int, str], T]]]:
+        """ctx attributes that forward/setup_context set once, to a tuple/list/dict display:
+        attribute -> (its length, None for a dict or with a starred element; the tensor-ness of
+        each element by position or key). What backward reads back from ``ctx.tensors[1]`` or
+        ``a, b = ctx.cache``."""
+        whole_sets: dict[str, list[CtxAttributeSet]] = {}
+        for attr_set in self.ctx_attribute_sets:
+            if attr_set.index is None:
+                whole_sets.setdefault(attr_set.attr, []).append(attr_set)
+        result = {}
+        for attr, sets in whole_sets.items():
+            value = sets[0].value
+            if len(sets) != 1 or not isinstance(value, (cst.Tuple, cst.List, cst.Dict)):
+                continue
+            judge = self.judge(sets[0].method)
+            elements = {index: judge(element) for index, element in container_elements(value)}
+            fixed = isinstance(value, (cst.Tuple, cst.List)) and not any(
+                isinstance(e, cst.StarredElement) for e in value.elements)
+            result[attr] = (len(value.elements) if fixed else None, elements)
+        return result
+
+    def ctx_element(self, node: cst.CSTNode, ctx_names: frozenset[str]) -> Optional[T]:
+        """The tensor-ness of ``ctx.tensors[1]`` / ``ctx.d["a"]`` read outside forward, from what
+        forward stored there; None when ``node`` is no such read."""
+        if not (isinstance(node, cst.Subscript) and is_ctx_attr(node.value, ctx_names) and len(node.slice) == 1):
+            return None
+        container = self.ctx_containers.get(node.value.attr.value)
+        index = node.slice[0].slice
+        if container is None or not isinstance(index, cst.Index):
+            return None
+        key: Union[int, str, None] = None
+        if isinstance(index.value, cst.Integer):
+            key = int(index.value.value)
+        elif isinstance(index.value, cst.UnaryOperation) and isinstance(index.value.operator, cst.Minus) \
+                and isinstance(index.value.expression, cst.Integer):
+            key = -int(index.value.expression.value)
+        elif isinstance(index.value, cst.SimpleString) and isinstance(index.value.evaluated_value, str):
+            key = index.value.evaluated_value
+        length, elements = container
+        if isinstance(key, int) and length is not None:
+            key = key % length if -length <= key < length else None
+        return elements.get(key, T.UNKNOWN) if key is not None else T.UNKNOWN
+
+    def ctx_unpacked(self, value: cst.CSTNode, ctx_names: frozenset[str], count: int) -> Optional[list[T]]:
+        """``a, b = ctx.cache``: the tensor-ness of each name, when forward stored a container of
+        exactly ``count`` elements there; else None."""
+        if not is_ctx_attr(value, ctx_names):
+            return None
+        container = self.ctx_containers.get(value.attr.value)
+        if container is None or container[0] != count:
+            return None
+        return [container[1].get(i, T.UNKNOWN) for i in range(count)]
 
     def is_saved_tensors(self, node: cst.CSTNode, method: Method) -> bool:
         return (type(node) is cst.Attribute and node.attr.value in SAVED_TENSORS
@@ -460,7 +613,15 @@ class FunctionModel:
         assignments = _assignments(method, ctx_names, self)
         tensor_attrs = self.tensor_ctx_attributes if method.name == "backward" else set()
 
+        star_inputs = self.known_inputs if method.name == "forward" and method.star_args else []
+        from_star = len(star_inputs) - len(method.params) + (1 if self.style == "legacy" else 0)
+
         def tensor_sources(node: cst.BaseExpression) -> Optional[T]:
+            if star_inputs and isinstance(node, cst.Subscript):
+                position = subscript_position(node, method.star_args)  # `args[0]`: an input
+                if position is not None and 0 <= position < from_star:
+                    return self.input_tensorness.get(star_inputs[len(star_inputs) - from_star + position].name,
+                                                     T.UNKNOWN)
             if method.name == "setup_context" and isinstance(node, cst.Subscript):
                 position = _constant_index(node, method)  # inputs[1] is forward's second input
                 inputs = self.inputs or []
@@ -470,6 +631,10 @@ class FunctionModel:
                 is_ctx_attr(node.value, ctx_names, a) for a in SAVED_TENSORS
             ):
                 return T.TENSOR
+            if method.name not in ("forward", "setup_context"):
+                element = self.ctx_element(node, ctx_names)
+                if element is not None:
+                    return element
             if isinstance(node, cst.Attribute) and is_ctx_attr(node, ctx_names):
                 if node.attr.value in tensor_attrs:
                     return T.TENSOR
@@ -512,6 +677,26 @@ def build_function_model(
     )
 
 
+def bind_arguments(helper: Method, call: cst.Call) -> Optional[dict[str, cst.BaseExpression]]:
+    """The helper's parameter each argument of ``call`` binds (positions, then keywords); None
+    with ``*args``/``**kwargs`` in the call (what goes where is unknown)."""
+    if any(arg.star for arg in call.args):
+        return None
+    names = [p.name for p in helper.params]
+    bound: dict[str, cst.BaseExpression] = {}
+    for i, arg in enumerate(a for a in call.args if a.keyword is None):
+        if i < len(names):
+            bound[names[i]] = arg.value
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value in names:
+            bound[arg.keyword.value] = arg.value
+    return bound
+
+
+def method_of(node: cst.FunctionDef, owner: str, parsed: ParsedClass) -> Method:
+    return _method(node, owner, parsed)
+
+
 def _method(node: cst.FunctionDef, owner: str, parsed: ParsedClass) -> Method:
     decorators = []
     for decorator in node.decorators:
@@ -552,7 +737,10 @@ def _ctx_sets(method: Method, ctx_names: frozenset[str]) -> list[CtxAttributeSet
 
 def _target_sets(target, value, statement, method, ctx_names) -> list[CtxAttributeSet]:
     if is_ctx_attr(target, ctx_names):
-        return [CtxAttributeSet(target.attr.value, value, statement, method)]
+        attr = target.attr.value
+        whole = CtxAttributeSet(attr, value, statement, method)
+        return [whole] + [CtxAttributeSet(attr, element, statement, method, index)
+                          for index, element in container_elements(value)]
     if isinstance(target, (cst.Tuple, cst.List)):
         values = value.elements if isinstance(value, (cst.Tuple, cst.List)) else None
         result = []
@@ -564,6 +752,54 @@ def _target_sets(target, value, statement, method, ctx_names) -> list[CtxAttribu
                 element_value = values[i].value
             result.extend(_target_sets(element.value, element_value, statement, method, ctx_names))
         return result
+    return []
+
+
+def container_elements(value: Optional[cst.BaseExpression]) -> list[tuple[Union[int, str], cst.BaseExpression]]:
+    """The elements of a tuple/list/dict display with where they sit: ``(None, B)`` -> index 0 and
+    1, ``(*xs, y)`` -> ``y`` at -1 (positions after a starred element count from the end; the
+    starred part itself is left out), ``{"a": a}`` -> key ``"a"``. Empty for anything else."""
+    if isinstance(value, (cst.Tuple, cst.List)):
+        elements = value.elements
+        starred = [i for i, e in enumerate(elements) if isinstance(e, cst.StarredElement)]
+        result: list[tuple[Union[int, str], cst.BaseExpression]] = []
+        for i, element in enumerate(elements):
+            if isinstance(element, cst.StarredElement):
+                continue
+            if not starred or i < starred[0]:
+                result.append((i, element.value))
+            elif i > starred[-1]:
+                result.append((i - len(elements), element.value))
+        return result
+    if isinstance(value, cst.Dict):
+        return [(e.key.evaluated_value, e.value) for e in value.elements
+                if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
+                and isinstance(e.key.evaluated_value, str)]
+    return []
+
+
+def _names_only_bound_to_none(method: Method) -> set[str]:
+    """Local names whose every binding in ``method`` is a plain ``name = None``."""
+    bound: dict[str, bool] = {}
+    for node in method.nodes_of(cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.WithItem, cst.NamedExpr):
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                for name in _target_names(target.target):
+                    bound[name] = bound.get(name, True) and isinstance(target.target, cst.Name) and is_none(node.value)
+        else:
+            target = node.target if not isinstance(node, cst.WithItem) else (node.asname.name if node.asname else None)
+            for name in _target_names(target):
+                bound[name] = bound.get(name, True) and isinstance(node, cst.AnnAssign) and is_none(node.value)
+    return {name for name, none in bound.items() if none}
+
+
+def _target_names(target) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _target_names(e.value)]
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
     return []
 
 
@@ -599,8 +835,25 @@ def _assignments(method: Method, ctx_names: frozenset[str], model: FunctionModel
                     bind(t.value, v.value)
                 return
             element_value: Assignment = None
+            unpacked = (model.ctx_unpacked(value, ctx_names, len(elements))
+                        if model is not None and method.name not in ("forward", "setup_context")
+                        and value is not None and not isinstance(value, T) else None)
+            if unpacked is not None and not any(isinstance(e, cst.StarredElement) for e in elements):
+                for element, judged in zip(elements, unpacked):
+                    bind(element.value, judged)  # `a, b = ctx.cache`: what forward stored there
+                return
             if value is not None and not isinstance(value, T) and _is_saved_tensors_source(value, ctx_names, result):
                 element_value = T.TENSOR
+            elif (model is not None and method.name == "forward" and method.star_args is not None
+                  and isinstance(value, cst.Name) and value.value == method.star_args):
+                judged_inputs = model.input_tensorness  # `a, b = args`: forward's inputs by position
+                for element in elements:
+                    if isinstance(element, cst.StarredElement):
+                        bind(element.value, None)
+                        continue
+                    name = element.value.value if isinstance(element.value, cst.Name) else None
+                    bind(element.value, judged_inputs.get(name) if name in judged_inputs else None)
+                return
             elif model is not None and method.name == "setup_context" and _is_inputs_param(value, method):
                 for i, element in enumerate(elements):
                     inputs = model.inputs or []
@@ -649,6 +902,16 @@ def _is_saved_tensors_source(value, ctx_names, assignments) -> bool:
 
 def _is_inputs_param(value, method: Method) -> bool:
     return isinstance(value, cst.Name) and len(method.params) >= 2 and value.value == method.params[1].name
+
+
+def subscript_position(node: cst.Subscript, name: str) -> Optional[int]:
+    """``args[1]`` -> 1 for ``name`` "args"; None for anything else."""
+    if not (isinstance(node.value, cst.Name) and node.value.value == name and len(node.slice) == 1):
+        return None
+    index = node.slice[0].slice
+    if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
+        return int(index.value.value)
+    return None
 
 
 def _constant_index(node: cst.Subscript, setup_context: Method) -> Optional[int]:

@@ -137,7 +137,8 @@ class InplaceWrite:
     name: str  # the tracked name written through (for the message)
     how: str  # "augmented assignment", "item assignment", "mul_()", "out=", ...
     written: cst.CSTNode  # the expression written to
-    through_data: bool = False  # `x.data[i] = v`: a deliberate write past the version counter
+    through_data: bool = False  # `x.data[i] = v`: a write past the version counter
+    where: str = ""  # " in _helper() at line 12": made by a helper the statement calls
 
     def __post_init__(self) -> None:
         stack = [self.written]
@@ -149,6 +150,13 @@ class InplaceWrite:
             elif isinstance(node, (cst.Subscript, cst.Call)):
                 stack.append(node.value if isinstance(node, cst.Subscript) else node.func)
 
+    @property
+    def described(self) -> str:
+        """``how``, with the write's path: through ``.data`` the version counter never sees it,
+        so no check anywhere (this node's or another's) can catch the change."""
+        how = f"{self.how} through .data (unseen by the version counter)" if self.through_data else self.how
+        return how + self.where
+
 
 class AliasTracker:
     """Follows, statement by statement, which local names refer to a tracked tensor or a view."""
@@ -157,16 +165,26 @@ class AliasTracker:
         self,
         initial: set[str],
         is_source: Callable[[cst.BaseExpression], bool] = lambda _: False,
-        unpacks_sources: Callable[[cst.BaseExpression], bool] = lambda _: False,
+        unpacks_sources: Callable[[cst.BaseExpression], Union[bool, list[bool]]] = lambda _: False,
         qualify: Callable[[str], str] = lambda name: name,
+        helper_writes: Optional[Callable[..., list["InplaceWrite"]]] = None,
+        known_truth: Optional[dict[str, bool]] = None,
         unpacks_element: Optional[Callable[[cst.BaseExpression, int], bool]] = None,
     ) -> None:
         self.initial = frozenset(initial)
         # When given, `a, b = value` tracks only the elements it accepts (one saved tensor of
         # several), instead of every name `unpacks_sources` would give.
         self.unpacks_element = unpacks_element
+        # (statement, call, aliases, tracker) -> the writes a helper called here makes into the
+        # tracked tensors passed to it (see rules/_inplace.py): analysed as part of this method.
+        self.helper_writes = helper_writes
+        # Names whose truth is known throughout (a helper's `inplace=False` argument): an `if` on
+        # one runs only the branch it decides.
+        self.known_truth = known_truth or {}
         self.is_source = is_source  # e.g. ctx.saved_tensors[0]
-        self.unpacks_sources = unpacks_sources  # e.g. ctx.saved_tensors in `a, b = ...`
+        # e.g. ctx.saved_tensors in `a, b = ...`: True (every name), or one flag per position
+        # (`a, b = ctx.cache` where forward stored `(x, n)`: only `a`)
+        self.unpacks_sources = unpacks_sources
         self.qualify = qualify
         self.writes: list[InplaceWrite] = []
 
@@ -202,8 +220,15 @@ class AliasTracker:
                 aliases = self._rebind(small, aliases)
             return aliases
         if isinstance(statement, cst.If):
-            taken = self._block(_body(statement), aliases)
+            decided = self._decided(statement.test)
             orelse = statement.orelse
+            if decided is True:
+                return self._block(_body(statement), aliases)
+            if decided is False:
+                if isinstance(orelse, cst.If):
+                    return self._statement(orelse, aliases)
+                return self._block(_body(orelse), aliases) if isinstance(orelse, cst.Else) else aliases
+            taken = self._block(_body(statement), aliases)
             if isinstance(orelse, cst.If):
                 not_taken = self._statement(orelse, aliases)
             elif isinstance(orelse, cst.Else):
@@ -234,6 +259,15 @@ class AliasTracker:
             return after
         return aliases
 
+    def _decided(self, test: cst.BaseExpression) -> Optional[bool]:
+        """The truth of an ``if`` test on a name of ``known_truth`` (``inplace``, ``not inplace``)."""
+        if isinstance(test, cst.Name):
+            return self.known_truth.get(test.value)
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            inner = self._decided(test.expression)
+            return None if inner is None else not inner
+        return None
+
     def _rebind(self, small, aliases: frozenset[str]) -> frozenset[str]:
         if isinstance(small, cst.Assign):
             for target in small.targets:
@@ -263,7 +297,12 @@ class AliasTracker:
                     else:
                         aliases = aliases - _bound_names(element.value)
                 return aliases
-            if value is not None and self.unpacks_sources(value):
+            unpacked = self.unpacks_sources(value) if value is not None else False
+            if isinstance(unpacked, list) and len(unpacked) == len(names):
+                for name, is_tracked in zip(names, unpacked):
+                    aliases = (aliases | _bound_names(name)) if is_tracked else (aliases - _bound_names(name))
+                return aliases
+            if unpacked is True:
                 return aliases | bound
             return aliases - bound
         return aliases
@@ -277,13 +316,20 @@ class AliasTracker:
             for target in small.targets:
                 name = self._written_target(target.target, aliases, allow_name=False)
                 if name:
-                    self.writes.append(InplaceWrite(small, name, "item assignment", target.target))
+                    how = "assignment to .data" if isinstance(target.target, cst.Attribute) else "item assignment"
+                    self.writes.append(InplaceWrite(small, name, how, target.target))
                     break
-        for node in _expression_nodes(small):
-            if isinstance(node, cst.Call):
-                found = self._inplace_call(node, aliases)
-                if found:
-                    self.writes.append(InplaceWrite(small, *found))
+        calls = [node for node in _expression_nodes(small) if isinstance(node, cst.Call)]
+        for node in calls:
+            found = self._inplace_call(node, aliases)
+            if found:
+                self.writes.append(InplaceWrite(small, *found))
+                return
+        if self.helper_writes is not None:
+            for node in calls:
+                found_in_helper = self.helper_writes(small, node, aliases, self)
+                if found_in_helper:
+                    self.writes.append(found_in_helper[0])  # one finding per statement, as above
                     return
 
     def _written_target(self, target, aliases, allow_name: bool) -> Optional[str]:
@@ -291,6 +337,8 @@ class AliasTracker:
             return target.value if target.value in aliases else None
         if isinstance(target, cst.Subscript):
             return self.tracked(target.value, aliases)
+        if isinstance(target, cst.Attribute) and target.attr.value == "data":
+            return self.tracked(target.value, aliases)  # `x.data = y` replaces x's values
         if isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
                 name = self._written_target(element.value, aliases, allow_name=False)

@@ -9,11 +9,11 @@ from typing import Optional
 
 import libcst as cst
 
-from autograd_lint.analysis.class_model import FunctionModel, Method, build_function_model
+from autograd_lint.analysis.class_model import FunctionModel, Method, build_function_model, method_of
 from autograd_lint.analysis.module_index import CallSite, ModuleIndex, ModuleSkeleton, build_module_index
 from autograd_lint.analysis.names import Scope, module_name_of
 from autograd_lint.analysis.project import ProjectFacts
-from autograd_lint.analysis.snippet import ParsedClass, Span, parse_class
+from autograd_lint.analysis.snippet import ParsedClass, Span, parse_class, parse_function
 from autograd_lint.analysis.syntax import source_lines
 from autograd_lint.findings import Finding
 
@@ -28,6 +28,18 @@ class ModuleAnalysis:
     # Classes libcst could not parse (its grammar lags CPython's, e.g. a line holding only a
     # backslash continuation): (class line, class name).
     unparsed: list[tuple[int, str]] = field(default_factory=list)
+
+    @cached_property
+    def _module_functions(self) -> dict[str, Optional[Method]]:
+        return {}
+
+    def module_function(self, name: str) -> Optional[Method]:
+        """The file's module-level ``def name``, parsed on first ask (Function classes call few)."""
+        functions = self._module_functions
+        if name not in functions:
+            parsed = parse_function(self.lines, name) if f"def {name}(" in self.text else None
+            functions[name] = method_of(parsed.node, "<module>", parsed) if parsed is not None else None
+        return functions[name]
 
     @cached_property
     def lines(self) -> list[str]:
@@ -51,6 +63,7 @@ class ModuleAnalysis:
         message: str,
         model: Optional[FunctionModel] = None,
         method: Optional[Method] = None,
+        severity: str = "",
     ) -> Finding:
         return Finding(
             path=self.path,
@@ -62,12 +75,15 @@ class ModuleAnalysis:
             message=message,
             function_class=model.name if model is not None else None,
             method=method.name if method is not None else None,
+            level=severity,
         )
 
-    def at(self, code: str, model: FunctionModel, method: Optional[Method], node: cst.CSTNode, message: str) -> Finding:
-        """A finding at ``node`` of ``method`` (or of the class statement when method is None)."""
+    def at(self, code: str, model: FunctionModel, method: Optional[Method], node: cst.CSTNode, message: str,
+           severity: str = "") -> Finding:
+        """A finding at ``node`` of ``method`` (or of the class statement when method is None);
+        ``severity``: its own, for a rule graded by harm (else the catalogue's)."""
         span = method.span(node) if method is not None else model.parsed.span(node)
-        return self.finding(code, span, message, model, method)
+        return self.finding(code, span, message, model, method, severity)
 
     def at_def(self, code: str, model: FunctionModel, method: Method, message: str) -> Finding:
         """A finding on the ``def`` line of a method (not its decorators)."""
@@ -105,6 +121,7 @@ def analyse_module(path: str, text: str, tree: Optional[ast.Module], project: Pr
             continue
         model = build_function_model(info, snippet, index.imports.qualify, local_models, project,
                                      key=f"{module_name.name}.{info.name}")
+        model.module_function = analysis.module_function
         local_models[info.name] = model
         analysis.classes.append(model)
     return analysis

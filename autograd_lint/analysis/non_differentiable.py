@@ -9,13 +9,30 @@ the rules that ask stay as they were.
 
 from __future__ import annotations
 
-from typing import Optional
+import re
+from typing import Callable, Optional
 
 import libcst as cst
 
 from autograd_lint.analysis.class_model import FunctionModel, Method
 from autograd_lint.analysis.syntax import dotted, is_ctx_attr, is_none
 from autograd_lint.analysis.tensorness import T, TensorJudge
+
+# A module path that names a compiled extension: `from . import _C`, `import my_cuda_ext`.
+_EXTENSION = re.compile(r"(^|[._])(_C|_ext|ext|_cuda|cuda_\w+|\w+_cuda|\w+_ext|_kernels?|\w+_cpp)($|\.)")
+
+
+def extension_module(call: cst.Call, qualify: Callable[[str], str]) -> Optional[str]:
+    """The module path of a call into a compiled extension (``my_cuda_ext.backward(...)``), whose
+    result autograd cannot differentiate; None for anything else."""
+    name = dotted(call.func)
+    if name and "." in name:
+        qualified = qualify(name)
+        module_path = qualified.rsplit(".", 1)[0]
+        if not qualified.startswith("torch.") and _EXTENSION.search(module_path):
+            return module_path
+    return None
+
 
 _LITERALS = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
 

@@ -134,7 +134,7 @@ class ProvenanceModel:
 
     def _name(self, method: "Method", name: str, visiting: frozenset[str]) -> Provenance:
         model = self.model
-        inputs = [p.name for p in model.inputs or []]
+        inputs = [p.name for p in model.known_inputs]
         if method.name == "forward" and name in self._returned_names(method):
             # An output marked non-differentiable gets no grad_fn: no cycle, only shared storage.
             return Provenance(Origin.OUTPUT, self._output_position(method, name),
@@ -154,6 +154,8 @@ class ProvenanceModel:
             # `x = x.contiguous()`: the x on the right is the value before, the input's if any.
             return Provenance(Origin.INPUT, inputs.index(name)) if is_input else UNKNOWN
         bindings = model.judge(method).assignments.get(name, [])
+        if is_input and name not in {p.name for p in method.params} and len(bindings) == 1:
+            return Provenance(Origin.INPUT, inputs.index(name))  # `x, w = args`: that binding is the input
         found: list[Provenance] = [Provenance(Origin.INPUT, inputs.index(name))] if is_input else []
         for value in bindings:
             if not isinstance(value, cst.BaseExpression):
@@ -290,7 +292,7 @@ class ProvenanceModel:
             if not isinstance(value, cst.Tuple) or any(isinstance(e, cst.StarredElement) for e in value.elements):
                 return True
             if position >= len(value.elements):
-                return True
+                continue  # a shorter return: the call that reaches it passed fewer inputs
             if not _certainly_none(value.elements[position].value, judge.assignments):
                 return True
         return False
@@ -307,7 +309,7 @@ class ProvenanceModel:
         ``LongTensor``/``BoolTensor``, named like ``cu_seqlens``/``indices``, converted with
         ``.long()``/``.int()``/``.bool()`` or to an integer dtype in forward, or used only as an
         index. A heuristic, so callers use it only to lower a severity."""
-        inputs = self.model.inputs or []
+        inputs = self.model.known_inputs
         if position >= len(inputs):
             return False
         param = inputs[position]
@@ -318,10 +320,20 @@ class ProvenanceModel:
         forward = self.model.forward
         if forward is None:
             return False
-        uses = [n for n in _name_uses(forward, param.name)]
+        parents = _parents(forward)
+        uses = [n for n in _name_uses(forward, param.name, parents)]
         for use, parent in uses:
             if isinstance(parent, cst.Attribute) and parent.attr.value in _INDEX_CONVERSIONS:
                 return True
+            if isinstance(parent, cst.Attribute) and parent.attr.value == "dtype":
+                # `assert x.dtype == torch.int` (mmcv's batch counts)
+                comparison = parents.get(id(parent))
+                if isinstance(comparison, cst.Comparison) and any(
+                    isinstance(target.operator, cst.Equal)
+                    and _INDEX_DTYPES.match(self.model.qualify(dotted(target.comparator) or ""))
+                    for target in comparison.comparisons
+                ):
+                    return True
             if isinstance(parent, cst.Attribute) and parent.attr.value == "to":
                 call = _call_of(forward, parent)
                 if call is not None and any(_INDEX_DTYPES.match(self.model.qualify(dotted(a.value) or ""))

@@ -28,7 +28,8 @@ class ParsedClass:
     def __init__(self, module: cst.Module, line_offset: int, column_offset: int,
                  dedented_lines: frozenset[int]) -> None:
         self.module = module
-        self.node = next(s for s in module.body if isinstance(s, cst.ClassDef))
+        # a class, or a module-level helper function a Function class calls (parse_function)
+        self.node = next(s for s in module.body if isinstance(s, (cst.ClassDef, cst.FunctionDef)))
         self._positions = None
         self._line_offset = line_offset
         self._column_offset = column_offset
@@ -74,3 +75,36 @@ def parse_class(lines: list[str], node: ast.ClassDef) -> ParsedClass:
     if not source.endswith("\n"):
         source += "\n"
     return ParsedClass(cst.parse_module(source), first - 1, indent, frozenset(dedented))
+
+
+_TOP_LEVEL_DEF = "def {name}("
+
+
+def parse_function(lines: list[str], name: str) -> "ParsedClass | None":
+    """The module-level ``def name(...)`` of a file, parsed alone with libcst (its decorators
+    included); None when there is none, more than one, or its lines do not parse alone.
+
+    The function runs from its ``def`` line to the line before the next statement that starts
+    at column 0 (what follows it at module level)."""
+    starts = [i for i, text in enumerate(lines) if text.startswith(_TOP_LEVEL_DEF.format(name=name))
+              or text.startswith("async " + _TOP_LEVEL_DEF.format(name=name))]
+    if len(starts) != 1:
+        return None
+    first = last = starts[0]
+    while first > 0 and lines[first - 1].startswith("@"):
+        first -= 1
+    for i in range(starts[0] + 1, len(lines)):
+        text = lines[i]
+        if text.strip() and not text[0].isspace() and not text.startswith("#"):
+            if text.startswith((")", "]", "}")):  # the end of a multi-line signature
+                last = i
+                continue
+            break
+        last = i
+    source = "".join(lines[first:last + 1])
+    if not source.endswith("\n"):
+        source += "\n"
+    try:
+        return ParsedClass(cst.parse_module(source), first, 0, frozenset())
+    except (cst.ParserSyntaxError, StopIteration):
+        return None

@@ -21,7 +21,7 @@ from autograd_lint.analysis.tensorness import T
 from autograd_lint.fix.context import FixContext
 from autograd_lint.fix.edits import Fix, append_items, comma
 from autograd_lint.findings import Finding
-from autograd_lint.rules._common import reachable_returns, returned_values
+from autograd_lint.rules._common import reachable_returns, returned_values, tuple_concatenation
 
 
 def fix(context: FixContext, finding: Finding) -> Optional[Fix]:
@@ -31,8 +31,8 @@ def fix(context: FixContext, finding: Finding) -> Optional[Fix]:
         return None
     ret = next((r for r in reachable_returns(backward)
                 if (backward.span(r).line, backward.span(r).column) == (finding.line, finding.column)), None)
-    if ret is None or isinstance(ret.value, (cst.List, cst.IfExp)):
-        return None
+    if ret is None or isinstance(ret.value, (cst.List, cst.IfExp)) or tuple_concatenation(ret.value) is not None:
+        return None  # (a concatenation would need its own rewrite)
     values = returned_values(ret.value, model.judge(backward))
     inputs = model.inputs
     if values is None or not 0 < len(values) < len(inputs):

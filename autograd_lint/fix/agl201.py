@@ -43,8 +43,8 @@ def fix(context: FixContext, finding: Finding) -> Optional[Fix]:
     backward = model.own("backward") if model is not None else None
     if method is None or backward is None or not saved.closed_class(context, model):
         return None
-    attr_set = next((s for s in model.ctx_attribute_sets
-                     if s.method is method and _starts_at(method, s.statement, finding)), None)
+    attr_set = next((s for s in model.ctx_attribute_sets  # a container's element has no fix
+                     if s.method is method and s.index is None and _starts_at(method, s.statement, finding)), None)
     if attr_set is None or not isinstance(attr_set.statement, cst.Assign) or not isinstance(attr_set.value, cst.Name):
         return None
     attr, value = attr_set.attr, attr_set.value.value

@@ -9,8 +9,9 @@ history ``backward`` needs under ``create_graph=True`` and which costs nothing o
 (autograd runs ``backward`` without building a graph unless asked). Code that later changes the
 result in place (through another name) then makes autograd raise where ``.data`` silently gave
 wrong gradients, so the fix can turn a silent bug into an error: unsafe. Writes through
-``.data`` (``x.data = y``, ``x.data[i] = v``, ``x.data.copy_(y)``) are deliberate and not flagged.
-All the flagged reads on the finding's line are rewritten (the rule reports a line once).
+``.data`` (``x.data = y``, ``x.data[i] = v``, ``x.data.copy_(y)``) get no fix: what replaces one
+(``torch.no_grad()``, ``ctx.mark_dirty``) depends on why the code wrote past autograd. All the
+flagged reads on the finding's line are rewritten (the rule reports a line once).
 """
 
 from __future__ import annotations
@@ -19,11 +20,10 @@ from typing import Optional
 
 import libcst as cst
 
-from autograd_lint.analysis.tensorness import T
 from autograd_lint.fix.context import FixContext
 from autograd_lint.fix.edits import Fix
 from autograd_lint.findings import Finding
-from autograd_lint.rules.agl304_dot_data import _write_bases
+from autograd_lint.rules.agl304_dot_data import flagged_reads
 
 
 def fix(context: FixContext, finding: Finding) -> Optional[Fix]:
@@ -31,12 +31,9 @@ def fix(context: FixContext, finding: Finding) -> Optional[Fix]:
     method = model.own(finding.method) if model is not None and finding.method else None
     if method is None:
         return None
-    judge, writes = model.judge(method), _write_bases(method.nodes)
     edits = {}
-    for node in method.nodes:
-        if not (isinstance(node, cst.Attribute) and node.attr.value == "data") or id(node) in writes:
-            continue
-        if method.span(node).line != finding.line or judge(node.value) is not T.TENSOR:
+    for node in flagged_reads(model, method):  # never a write, nor a read the rule leaves alone
+        if method.span(node).line != finding.line:
             continue
         whole = context.same_node(method, node)
         if whole is None or any(_inside(context, whole, other) for other in edits):

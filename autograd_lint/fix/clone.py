@@ -33,8 +33,8 @@ def fix(context: FixContext, finding: Finding) -> Optional[Fix]:
         return None
     writes = (grad_output_writes if finding.code == "AGL301" else saved_tensor_writes)(model, backward)
     write = next((w for w in writes if _starts_at(backward, w, finding)), None)
-    if write is None or _root_name(write.written) != write.name:
-        return None
+    if write is None or write.where or _root_name(write.written) != write.name:
+        return None  # (a write inside a helper: the helper's own names, not backward's)
     name = write.name
     function = context.method_node(backward)
     if function is None or not isinstance(function.body, cst.IndentedBlock) or _aliased(backward, name):

@@ -4,6 +4,9 @@ Printed instead of the finding lines, to stdout:
 
     3  AGL201  ctx-tensor-attribute
     1  AGL101  backward-return-count
+
+A code whose findings carry their own severity (AGL304) gets a line per severity:
+``2  AGL304  dot-data (error)``.
 """
 
 from __future__ import annotations
@@ -19,9 +22,12 @@ if TYPE_CHECKING:
 
 
 def write(run: "LintRun", out: TextIO, color: bool) -> None:
-    counts = Counter(finding.code for finding in run.findings)
+    # A rule graded by harm (AGL304) counts each severity on its own line: "2  AGL304  dot-data (error)".
+    counts = Counter((finding.code, finding.severity if RULES[finding.code].graded else "")
+                     for finding in run.findings)
     if not counts:
         return
     width = len(str(max(counts.values())))
-    for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
-        out.write(f"{count:>{width}}  {style(code, '1', color)}  {RULES[code].name}\n")
+    for (code, severity), count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+        graded = f" ({severity})" if severity else ""
+        out.write(f"{count:>{width}}  {style(code, '1', color)}  {RULES[code].name}{graded}\n")

@@ -30,6 +30,9 @@ def returned_values(value: Optional[cst.BaseExpression], judge: TensorJudge) -> 
         if any(isinstance(e, cst.StarredElement) for e in value.elements):
             return None
         return [None if is_none(e.value) else e.value for e in value.elements]
+    concatenated = tuple_concatenation(value)
+    if concatenated is not None:
+        return concatenated
     if isinstance(value, cst.IfExp):
         body, orelse = returned_values(value.body, judge), returned_values(value.orelse, judge)
         if body is not None and orelse is not None and len(body) == len(orelse):
@@ -41,6 +44,34 @@ def returned_values(value: Optional[cst.BaseExpression], judge: TensorJudge) -> 
     if isinstance(value, (cst.BinaryOperation, cst.Name)) and judge(value) is T.TENSOR:
         return [value]  # `grad_out * 2`, or a name that is certainly one tensor (not a tuple)
     return None
+
+
+def tuple_concatenation(value: cst.BaseExpression) -> Optional[list[Optional[cst.BaseExpression]]]:
+    """``(None, None) + (gx,)`` or ``(gx,) + (None,) * 3``: the values of a concatenation of tuple
+    literals (repeated by an integer literal), one per gradient; None when any part cannot be
+    counted (``(None, None) + ctx.grads``) or ``value`` is no concatenation."""
+    if not isinstance(value, cst.BinaryOperation):
+        return None
+    if isinstance(value.operator, cst.Add):
+        left, right = _tuple_part(value.left), _tuple_part(value.right)
+        return left + right if left is not None and right is not None else None
+    if isinstance(value.operator, cst.Multiply):
+        return _tuple_part(value)
+    return None
+
+
+def _tuple_part(value: cst.BaseExpression) -> Optional[list[Optional[cst.BaseExpression]]]:
+    if isinstance(value, cst.Tuple):
+        if any(isinstance(e, cst.StarredElement) for e in value.elements):
+            return None
+        return [None if is_none(e.value) else e.value for e in value.elements]
+    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Multiply):
+        for part, times in ((value.left, value.right), (value.right, value.left)):
+            if isinstance(part, cst.Tuple) and isinstance(times, cst.Integer):
+                elements = _tuple_part(part)
+                return elements * int(times.value) if elements is not None else None
+        return None
+    return tuple_concatenation(value)
 
 
 def is_zero_gradient(value: Optional[cst.BaseExpression], judge: Optional[TensorJudge] = None) -> bool:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
+import libcst as cst
+
 from autograd_lint.analysis.class_model import CtxAttributeSet, FunctionModel
 from autograd_lint.analysis.provenance import Origin, Reads
 from autograd_lint.analysis.tensorness import T
@@ -15,6 +17,13 @@ from autograd_lint.analysis.tensorness import T
 class CtxTensor:
     attr_set: CtxAttributeSet
     harm: Optional[str]  # the concrete harm (AGL201), or None: only hooks miss it (AGL207)
+
+    @property
+    def where(self) -> cst.CSTNode:
+        """Where to report it: the assignment, or the element of a container
+        (`ctx.tensors = (None, B)`) where it is written."""
+        attr_set = self.attr_set
+        return attr_set.statement if attr_set.index is None else attr_set.value
 
 
 def ctx_tensors(model: FunctionModel) -> Iterator[CtxTensor]:
@@ -46,7 +55,7 @@ def _harm(model: FunctionModel, attr_set: CtxAttributeSet) -> Optional[str]:
                 "save_for_backward would raise")
     if origin.origin is not Origin.INPUT or origin.position is None:
         return None
-    inputs = model.inputs or []
+    inputs = model.known_inputs
     name = inputs[origin.position].name if origin.position < len(inputs) else f"#{origin.position}"
     what = f"forward input `{name}`" + (" (or a view of it)" if origin.view else "")
     if provenance.input_gets_gradient(origin.position):

@@ -20,7 +20,7 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
                 continue  # AGL207's
             attr_set = found.attr_set
             yield module.at(
-                CODE, model, attr_set.method, attr_set.statement,
-                f"ctx.{attr_set.attr} holds a tensor outside save_for_backward; {found.harm}. "
+                CODE, model, attr_set.method, found.where,
+                f"{attr_set.shown} holds a tensor outside save_for_backward; {found.harm}. "
                 f"Use ctx.save_for_backward(...)",
             )

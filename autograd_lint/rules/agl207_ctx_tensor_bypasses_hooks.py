@@ -20,8 +20,8 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
                 continue  # AGL201's
             attr_set = found.attr_set
             yield module.at(
-                CODE, model, attr_set.method, attr_set.statement,
-                f"ctx.{attr_set.attr} holds a tensor outside save_for_backward: saved-tensor hooks "
+                CODE, model, attr_set.method, found.where,
+                f"{attr_set.shown} holds a tensor outside save_for_backward: saved-tensor hooks "
                 f"(activation offloading, checkpointing) and torch.func transforms do not see it; "
                 f"use ctx.save_for_backward(...)",
             )

@@ -19,6 +19,6 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
         for write in grad_output_writes(model, backward):
             yield module.at(
                 CODE, model, backward, write.statement,
-                f"in-place {write.how} on the incoming gradient {write.name}: PyTorch may share this "
+                f"in-place {write.described} on the incoming gradient {write.name}: PyTorch may share this "
                 f"buffer with other branches; clone it first ({write.name} = {write.name}.clone())",
             )

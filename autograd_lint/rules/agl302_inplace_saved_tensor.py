@@ -20,7 +20,7 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
         backward = model.own("backward")
         if backward is None:
             continue
-        inputs = model.inputs or []
+        inputs = model.known_inputs
         for write, origin in saved_tensor_writes_with_provenance(model, backward):
             if origin.origin is Origin.OUTPUT:
                 whose = "forward's output"
@@ -30,6 +30,6 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
                 continue  # a private buffer, or a tensor we cannot trace: nobody else sees the write
             yield module.at(
                 CODE, model, backward, write.statement,
-                f"in-place {write.how} on the saved tensor {write.name}, which is {whose}: it "
+                f"in-place {write.described} on the saved tensor {write.name}, which is {whose}: it "
                 f"silently changes a tensor the caller holds; work on a copy",
             )

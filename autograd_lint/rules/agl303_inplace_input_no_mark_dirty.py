@@ -18,7 +18,7 @@ CODE = "AGL303"
 def check(module: ModuleAnalysis) -> Iterator[Finding]:
     for model in module.classes:
         forward = model.own("forward")
-        if forward is None or model.inputs is None:
+        if forward is None or not model.known_inputs:
             continue
         dirty = _marked_dirty(model)
         if dirty is None:
@@ -28,14 +28,12 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
         # An input backward never returns a gradient for is a buffer forward fills (running
         # statistics, an output buffer): autograd differentiates nothing through it here, and any
         # other op that saved it still raises on its version counter, so nothing is silent.
-        positions = {p.name: i for i, p in enumerate(model.inputs)}
+        positions = {p.name: i for i, p in enumerate(model.known_inputs)}
         tensors = {n for n in tensors if model.provenance.input_gets_gradient(positions[n])}
         for write in input_writes(model, forward, tensors - dirty):
-            if write.through_data:
-                continue  # `x.data[i] = v`: a deliberate write past autograd (real-code-idioms.md)
             yield module.at(
                 CODE, model, forward, write.statement,
-                f"in-place {write.how} on the input {write.name} without ctx.mark_dirty({write.name}): "
+                f"in-place {write.described} on the input {write.name} without ctx.mark_dirty({write.name}): "
                 f"autograd does not know the input changed and later gradients are silently wrong",
             )
 

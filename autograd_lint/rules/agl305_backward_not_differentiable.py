@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import re
 from typing import Iterator, Optional
 
 import libcst as cst
 
 from autograd_lint.analysis.module import ModuleAnalysis
+from autograd_lint.analysis.non_differentiable import extension_module
 from autograd_lint.analysis.syntax import dotted
 from autograd_lint.findings import Finding
 
 CODE = "AGL305"
 _LEAVING_METHODS = frozenset({"numpy", "item", "tolist", "detach", "detach_"})
-# A module path that names a compiled extension: `from . import _C`, `import my_cuda_ext`.
-_EXTENSION = re.compile(r"(^|[._])(_C|_ext|ext|_cuda|cuda_\w+|\w+_cuda|\w+_ext|_kernels?|\w+_cpp)($|\.)")
 
 
 def check(module: ModuleAnalysis) -> Iterator[Finding]:
@@ -49,10 +47,7 @@ def _leaves_autograd(node: cst.CSTNode, qualify) -> Optional[str]:
         if qualify(name) in ("torch.no_grad", "torch.inference_mode", "torch.autograd.grad_mode.no_grad"):
             return "torch.no_grad()"
     if isinstance(node, cst.Call):
-        name = dotted(node.func)
-        if name and "." in name:
-            qualified = qualify(name)
-            module_path = qualified.rsplit(".", 1)[0]
-            if not qualified.startswith("torch.") and _EXTENSION.search(module_path):
-                return f"a call into the extension {module_path}"
+        module_path = extension_module(node, qualify)
+        if module_path is not None:
+            return f"a call into the extension {module_path}"
     return None
