@@ -19,7 +19,7 @@ from autograd_lint.analysis.syntax import dotted, is_ctx_attr, is_none
 from autograd_lint.analysis.tensorness import T, TensorJudge
 
 # A module path that names a compiled extension: `from . import _C`, `import my_cuda_ext`.
-_EXTENSION = re.compile(r"(^|[._])(_C|_ext|ext|_cuda|cuda_\w+|\w+_cuda|\w+_ext|_kernels?|\w+_cpp)($|\.)")
+_EXTENSION = re.compile(r"(^|[._])(_C|_ext|ext|ext_module|_cuda|cuda_\w+|\w+_cuda|\w+_ext|_kernels?|\w+_cpp)($|\.)")
 
 
 def extension_module(call: cst.Call, qualify: Callable[[str], str]) -> Optional[str]:
