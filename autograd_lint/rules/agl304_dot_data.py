@@ -26,6 +26,8 @@ from autograd_lint.findings import Finding
 CODE = "AGL304"
 BACKWARD_METHODS = ("backward", "vjp")
 FORWARD_METHODS = ("forward", "setup_context")
+_WRITE_HARM = ("the version counter never sees this change, so autograd cannot catch it and gradients "
+               "that read this tensor are silently wrong")
 
 
 def check(module: ModuleAnalysis) -> Iterator[Finding]:
@@ -40,9 +42,8 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
                     continue
                 finding = module.at(
                     CODE, model, method, node,
-                    f"{how} through .data: the version counter never sees this change, so autograd "
-                    f"cannot catch it and gradients that read this tensor are silently wrong; write to "
-                    f"the tensor itself (under torch.no_grad() if it must stay out of the graph)",
+                    f"{how} through .data: {_WRITE_HARM}; write to the tensor itself (under "
+                    f"torch.no_grad() if it must stay out of the graph)",
                     severity="error",
                 )
                 if finding.line not in lines:
@@ -51,9 +52,8 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
             for call, helper, how, line in _helper_data_writes(model, method):
                 finding = module.at(
                     CODE, model, method, call,
-                    f"{how} through .data in {helper}() at line {line}, on a tensor passed here: the "
-                    f"version counter never sees this change, so autograd cannot catch it and gradients "
-                    f"that read this tensor are silently wrong; write to the tensor itself",
+                    f"{how} through .data in {helper}() at line {line}, on a tensor passed here: "
+                    f"{_WRITE_HARM}; write to the tensor itself",
                     severity="error",
                 )
                 if finding.line not in lines:
