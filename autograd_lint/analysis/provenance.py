@@ -342,6 +342,38 @@ class ProvenanceModel:
         value_uses = [(u, p) for u, p in uses if _use_kind(u, p, forward) is not _UseKind.METADATA]
         return bool(value_uses) and all(_use_kind(u, p, forward) is _UseKind.INDEX for u, p in value_uses)
 
+    # ---- forward's outputs ----------------------------------------------------------------
+    def outputs_read_input_values(self) -> bool:
+        """Whether what forward returns may depend on an input's values. False only when every
+        statement that reads an input (or a local made from one) by value is certainly not on the
+        way to a return: forward then reads its inputs only for shape, dtype or device
+        (``torch.ones(1).expand(x.size())``), its outputs are constant in the inputs, and the true
+        gradient is zero. Conservative: a statement that reads a tainted value taints every local
+        it names (a kernel may write into any argument), and a branch or loop on one counts."""
+        forward = self.model.forward
+        if forward is None or self.model.inputs is None:
+            return True
+        parents = _parents(forward)
+        local = {p.name for p in forward.params} | set(self.model.judge(forward).assignments)
+        units = [node for node in forward.nodes
+                 if isinstance(node, cst.BaseSmallStatement) or isinstance(node, (cst.If, cst.While, cst.For))]
+        tainted = {p.name for p in self.model.known_inputs}
+        changed = True
+        while changed:
+            changed = False
+            for unit in units:
+                names = _unit_names(unit)
+                if not any(n.value in tainted and _use_kind(n, parents.get(id(n)), forward, parents)
+                           is not _UseKind.METADATA for n in names):
+                    continue
+                if isinstance(unit, (cst.Return, cst.If, cst.While, cst.For)):
+                    return True
+                grown = {n.value for n in names if n.value in local} - tainted
+                if grown:
+                    tainted |= grown
+                    changed = True
+        return False
+
     # ---- backward's reads -----------------------------------------------------------------
     def backward_reads(self, attr: str) -> Reads:
         """How backward (and jvp/vjp) read ``ctx.<attr>``: not at all, only its metadata, or its
@@ -538,3 +570,24 @@ def _name_uses(method: "Method", name: str,
             continue
         yield node, parent
 
+
+def _unit_names(unit: cst.CSTNode) -> list[cst.Name]:
+    """The names read or bound in one small statement, or in a compound statement's header (its
+    test or iterable: the body's statements are units of their own)."""
+    if isinstance(unit, (cst.If, cst.While)):
+        roots: list[cst.CSTNode] = [unit.test]
+    elif isinstance(unit, cst.For):
+        roots = [unit.target, unit.iter]
+    else:
+        roots = [unit]
+    found: list[cst.Name] = []
+    stack = list(reversed(roots))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Name):
+            found.append(node)
+        elif isinstance(node, cst.Attribute):
+            stack.append(node.value)  # `x.shape`: the attribute's own name is no variable
+        else:
+            stack.extend(reversed(code_children(node)))
+    return found
