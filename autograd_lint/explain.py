@@ -31,7 +31,8 @@ def resolve_code(text: str) -> str:
 
 
 def page_path(code: str) -> Optional[Path]:
-    # The runtime findings may share one page (AGL9xx.md), as they share one row in the catalogue.
+    # Every code, the runtime ones (AGL901-904) included, has its own catalogue row and its own
+    # page; a page shared by a family of codes (``AGL9xx.md``) is still accepted as a fallback.
     names = (f"{code}.md", f"{code[:4]}xx.md")
     for directory in PAGE_DIRS:
         for name in names:

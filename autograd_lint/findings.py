@@ -39,7 +39,7 @@ class Finding:
         return replace(self, path=path)
 
     def to_json(self) -> dict:
-        """The finding in the stable JSON schema of rules.md (field order kept)."""
+        """The finding in the stable JSON schema of docs/json-schema.md (field order kept)."""
         data = asdict(self)
         return {
             "path": data["path"],

@@ -37,8 +37,8 @@ CLEAN_SOURCE = "def add(a, b):\n    return a + b\n"
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "needs_engine: asserts findings of the real analysis; fails while "
-        "autograd_lint/engine.py is the stub that finds nothing",
+        "needs_engine: asserts findings of the real analysis (the rules run by "
+        "autograd_lint/engine.py), not only the CLI's plumbing",
     )
 
 

@@ -1,7 +1,8 @@
-"""The evaluation set: 145 Function classes written from rules.md alone, without looking at the
-implementation (17 modules under ``fixtures/evaluation``; 71 clean classes with tricky
-near-misses, 74 with one or two bugs each). It is how precision and recall were measured; kept
-here so they cannot regress. The CLI must report exactly the ``# expect:`` markers."""
+"""The evaluation set: 145 Function classes written from the rule pages (rules/) alone, without
+looking at the implementation (17 modules under ``fixtures/evaluation``; 71 clean classes with
+tricky near-misses, 74 with one or two bugs each). It is how precision and recall were
+measured; kept here so they cannot regress. The CLI must report exactly the ``# expect:``
+markers."""
 
 from __future__ import annotations
 

@@ -58,7 +58,10 @@ def expected_findings(directory: Path) -> set[tuple[str, int, str]]:
 def lint(code: str, directory: Path):
     """The real CLI over the whole directory, as a user types it (relative path, from the root).
 
-    No `--no-cache`: the CLI has no cache yet (add the flag here when it gets one)."""
+    No `--no-cache`, as a user runs it: the cache (`.autograd_lint_cache/` at the root) keys a
+    file's result by its bytes, the project-wide facts and the selection, and is stamped with the
+    linter's own source files, so an edit of a fixture or of the linter is never answered from a
+    stale entry (tests/test_names.py compares cached and `--no-cache` runs)."""
     return run_cli("--format", "json", "--extend-select", code, directory.relative_to(ROOT).as_posix(), cwd=ROOT)
 
 

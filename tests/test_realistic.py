@@ -3,7 +3,7 @@
 ``fixtures/realistic/clean_*.py`` are correct code modelled on mature projects (PyTorch itself,
 timm, flash-attn, xformers, kornia, mmcv, botorch, entmax, Megatron-LM): the default rules must
 find nothing in them. ``buggy_*.py`` mix correct Functions with the bugs reported upstream; every
-expected finding is marked on the line rules.md says it points to::
+expected finding is marked on the line the rule pages (rules/) say it points to::
 
     ctx.mask = x > 0  # expect: AGL201
     return (  # expect: AGL101, AGL108      (several codes on one line)

@@ -370,7 +370,7 @@ class FunctionModel:
 
     def _gradient_evidence(self, inputs: list[Param], uses: dict[str, ParameterUses]) -> None:
         """backward returning a gradient (not None) for input i proves input i is a tensor:
-        PyTorch raises for a gradient of a non-tensor input (runtime-facts #12)."""
+        PyTorch raises for a gradient of a non-tensor input (docs/runtime-mechanisms.md, F12)."""
         backward = self.backward
         if backward is None:
             return

@@ -4,8 +4,10 @@ Two questions rules ask of a method body:
 - "along which paths does it run?" (AGL204: two saves on one path; AGL108: a return path that
   never reads grad_output) -> ``enumerate_paths``;
 - "is this statement an in-place write into a tracked tensor or one of its views, at this point
-  of the method?" (AGL301/302/303) -> ``find_inplace_writes``, which follows assignments in order
-  (``g = g.clone()`` ends the aliasing; after an ``if`` only aliases made on every branch survive).
+  of the method?" (AGL301/302/303) -> ``AliasTracker(...).run(method)``, which follows
+  assignments in order (``g = g.clone()`` ends the aliasing; after an ``if`` only aliases made on
+  every branch survive) and returns the ``InplaceWrite``s. Which tensors each rule tracks, and
+  the helpers it follows, are set up in ``autograd_lint/rules/_inplace.py``.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Is a forward input a tensor? The evidence, in order of strength.
 
 Real Functions take many inputs that are not tensors: sizes, flags, callables, process groups,
-configs (real-code-idioms.md; a run over 32 published packages found hundreds of them stored on
-ctx). So an input counts as a tensor only on evidence:
+configs (a run over 32 published packages found hundreds of them stored on ctx;
+docs/runtime-mechanisms.md, idioms). So an input counts as a tensor only on evidence:
 0. what the project's ``.apply(...)`` calls pass for it: a number, string or tuple literal at
    every call site (mmcv's ``im2col_step: torch.Tensor``, always given ``64``): no;
 1. its annotation (``Tensor``, ``torch.LongTensor``, ``nn.Parameter`` yes; ``int``, ``bool``,

@@ -1,11 +1,13 @@
 """The runtime rules, run on one Function class with inputs that make its forward work.
 
-- AGL903: call backward directly (runtime-facts M3: ``node.apply(*grads)`` under ``no_grad``, on
-  fresh inputs) and compare the raw returned values with the inputs: count, shape (a
-  broadcast-reducible gradient is fine), dtype and device, before autograd checks or casts them.
-- AGL901: ``gradcheck`` in slow mode (fast mode misses errors of 0.5-1%, runtime-facts M9); the
-  message names the input and the largest difference between the analytical and the numerical
-  Jacobian, computed here because gradcheck's own error does not say which input is worst.
+- AGL903: call backward directly (``node.apply(*grads)`` under ``no_grad``, on fresh inputs:
+  docs/runtime-mechanisms.md, M3) and compare the raw returned values with the inputs: count,
+  shape (a broadcast-reducible gradient is fine), dtype and device, before autograd checks or
+  casts them.
+- AGL901: ``gradcheck`` in slow mode (fast mode can miss errors of 0.5-1%:
+  docs/runtime-mechanisms.md, M9); the message names the input and the largest difference
+  between the analytical and the numerical Jacobian, computed here because gradcheck's own
+  error does not say which input is worst.
 - AGL902: ``gradgradcheck``, only when gradcheck passed and backward is not ``once_differentiable``.
 - AGL904 (``compare_devices``): the same checks on CUDA after they passed on the CPU.
 A forward that gives different outputs for the same inputs (dropout) is not gradchecked at all:

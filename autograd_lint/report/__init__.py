@@ -1,7 +1,7 @@
 """Writing the results of a run: one module per output format, chosen by ``--format``.
 
 A formatter is ``write(run, out, color)``; add a format by adding its module and one entry to
-``FORMATS``: text (flake8's lines), json (rules.md's schema), sarif (GitHub code scanning),
+``FORMATS``: text (flake8's lines), json (docs/json-schema.md), sarif (GitHub code scanning),
 github (workflow-command annotations).
 """
 
@@ -38,7 +38,7 @@ class LintRun:
         return sum(1 for result in self.results if result.findings)
 
     def summary(self) -> dict:
-        """The ``summary`` object of the JSON schema (rules.md)."""
+        """The ``summary`` object of the JSON schema (docs/json-schema.md)."""
         return {
             "files": len(self.results),
             "files_with_functions": sum(1 for result in self.results if result.function_classes),

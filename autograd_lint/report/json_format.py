@@ -1,4 +1,4 @@
-"""``--format json``: the stable schema of rules.md (``version`` 1)."""
+"""``--format json``: the stable schema of docs/json-schema.md (``version`` 1)."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ def returned_values(value: Optional[cst.BaseExpression], judge: TensorJudge) -> 
     A tuple literal gives its elements; a bare ``return`` one ``None`` (listed as None); a list
     literal, a constant or an expression that is certainly a tensor one value (a name only when it
     is certainly a tensor, like an untouched ``grad_output``). Other names, calls, subscripts and
-    starred tuples cannot be counted (rules.md).
+    starred tuples cannot be counted (rules/AGL101.md, "When it stays silent").
     """
     if value is None or is_none(value):
         return [None]

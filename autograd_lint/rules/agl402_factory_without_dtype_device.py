@@ -16,7 +16,8 @@ FACTORIES = frozenset({"zeros", "ones", "empty", "full", "rand", "randn", "randi
                        "tensor", "arange", "linspace", "logspace", "eye"})
 # Factories whose dtype comes from their arguments: integer index tensors when used as indices.
 _INDEX_FACTORIES = frozenset({"torch.arange", "torch.randperm", "torch.randint", "torch.tensor"})
-# `torch.zeros(n).to(x)`: the result is moved/cast right away (real-code-idioms.md).
+# `torch.zeros(n).to(x)`: the result is moved/cast right away, a common idiom of real code
+# (mmcv's chamfer_distance; docs/runtime-mechanisms.md, idioms).
 _CONVERTERS = frozenset({"to", "type_as", "cuda", "double", "float", "half", "bfloat16", "type", "cpu"})
 
 

@@ -1,8 +1,9 @@
 """What backward returns: how many values (AGL101/102), whether they are real gradients
 (AGL107/108), computed when not needed (AGL401), or made in the wrong dtype/device (AGL402).
 
-Most of these call the user's backward directly (``ctx.apply(*grads)`` under no_grad, M3): its
-raw return value is what the rule is about, before autograd checks, casts or discards it.
+Most of these call the user's backward directly (``ctx.apply(*grads)`` under no_grad:
+docs/runtime-mechanisms.md, M3): its raw return value is what the rule is about, before autograd
+checks, casts or discards it.
 """
 
 from __future__ import annotations

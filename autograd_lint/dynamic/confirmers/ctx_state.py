@@ -1,9 +1,9 @@
 """What forward leaves on the ctx: tensor attributes (AGL201), saved values (AGL202, AGL204,
 AGL205), ``saved_tensors`` read too early (AGL203), attributes backward misses (AGL206).
 
-The ctx of a call is ``y.grad_fn`` (M1) and its attributes are ``vars(y.grad_fn)`` (M2). Calls
-made *during* forward are seen by spies set on ``F._backward_cls`` (the ctx's class) for one
-apply, then removed.
+The ctx of a call is ``y.grad_fn`` and its attributes are ``vars(y.grad_fn)``
+(docs/runtime-mechanisms.md, M1 and M2). Calls made *during* forward are seen by spies set on
+``F._backward_cls`` (the ctx's class) for one apply, then removed.
 """
 
 from __future__ import annotations
@@ -130,7 +130,8 @@ def save_twice(subject: Subject) -> Result:
 
 
 def saved_count_mismatch(subject: Subject) -> Result:
-    """AGL205: backward's unpacking of ``ctx.saved_tensors`` raises (a direct call, M3)."""
+    """AGL205: backward's unpacking of ``ctx.saved_tensors`` raises (a direct call:
+    docs/runtime-mechanisms.md, M3)."""
     applied = apply(subject)
     ctx = applied.require_ctx()
     saved = len(ctx.saved_tensors)
@@ -147,7 +148,7 @@ def saved_count_mismatch(subject: Subject) -> Result:
 
 def ctx_attr_undefined(subject: Subject) -> Result:
     """AGL206: the attribute is missing from the ctx after forward, and backward's read of it
-    raises AttributeError (a direct call, M3)."""
+    raises AttributeError (a direct call: docs/runtime-mechanisms.md, M3)."""
     name = subject.ctx_attribute()
     if name is None:
         raise Unverifiable("the finding does not name the ctx attribute")

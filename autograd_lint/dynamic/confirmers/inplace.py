@@ -46,8 +46,9 @@ def _backward(applied, grads) -> None:
 
 
 def inplace_grad_output(subject: Subject) -> Result:
-    """AGL301: backward called directly with dense grad_outputs of our own (M6); a changed
-    value or version afterwards means backward wrote into the engine's gradient buffer."""
+    """AGL301: backward called directly with dense grad_outputs of our own
+    (docs/runtime-mechanisms.md, M6); a changed value or version afterwards means backward wrote
+    into the engine's gradient buffer."""
     applied = apply(subject)
     grads = output_grads(applied)
     snapshots = [(i, _Snapshot(g)) for i, g in enumerate(grads) if isinstance(g, torch.Tensor)]
@@ -60,8 +61,9 @@ def inplace_grad_output(subject: Subject) -> Result:
 
 
 def inplace_saved_tensor(subject: Subject) -> Result:
-    """AGL302: saved_tensors_hooks see each tensor saved for backward (M4); with the ctx's
-    tensor attributes, each is snapshotted after forward and compared after backward."""
+    """AGL302: saved_tensors_hooks see each tensor saved for backward
+    (docs/runtime-mechanisms.md, M4); with the ctx's tensor attributes, each is snapshotted after
+    forward and compared after backward."""
     packed: list[torch.Tensor] = []
 
     def pack(value: torch.Tensor) -> torch.Tensor:
@@ -96,8 +98,9 @@ def _which(value: torch.Tensor, applied) -> str:
 
 
 def inplace_input_no_mark_dirty(subject: Subject) -> Result:
-    """AGL303: an input's version or values change across apply (M7) while the output is not the
-    input itself (with ``mark_dirty``, PyTorch returns the very input object: ``y is x``)."""
+    """AGL303: an input's version or values change across apply (docs/runtime-mechanisms.md, M7)
+    while the output is not the input itself (with ``mark_dirty``, PyTorch returns the very input
+    object: ``y is x``)."""
     inputs = fresh_inputs(subject)
     snapshots = [(i, _Snapshot(v)) for i, v in enumerate(inputs) if isinstance(v, torch.Tensor)]
     applied = apply(subject, inputs)
@@ -115,7 +118,8 @@ def inplace_input_no_mark_dirty(subject: Subject) -> Result:
 def dot_data(subject: Subject) -> Result:
     """AGL304. In backward, ``.data`` cuts double backward: the gradgradcheck probe of AGL305.
     In forward, ``.data`` shares storage but not the version counter: a saved tensor that does
-    not follow its input's version bump (M4 + M5), or an input changed with no version bump."""
+    not follow its input's version bump (docs/runtime-mechanisms.md, M4 and M5), or an input
+    changed with no version bump."""
     if subject.finding.get("method") in ("backward", "vjp", "jvp"):
         return double_backward_check(subject)
     inputs = fresh_inputs(subject)
@@ -139,7 +143,7 @@ def dot_data(subject: Subject) -> Result:
             continue
         before = [t._version for t in aliases]
         with torch.no_grad():
-            value.add_(0)  # bumps the version, keeps the values (M5)
+            value.add_(0)  # bumps the version, keeps the values (docs/runtime-mechanisms.md, M5)
         if any(t._version == v for t, v in zip(aliases, before)):
             return confirmed(f"a tensor kept for backward shares input {index}'s storage but not its "
                              f"version counter (.data): an in-place change to input {index} after forward "

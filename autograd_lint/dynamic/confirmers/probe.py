@@ -1,6 +1,6 @@
 """What every confirmer does with a Function class: call it, find its ctx, run its backward.
 
-The mechanisms are those verified in runtime-facts.md: ``y.grad_fn`` *is* the ctx (M1), its
+The mechanisms are those of docs/runtime-mechanisms.md: ``y.grad_fn`` *is* the ctx (M1), its
 ``vars()`` are the ctx attributes (M2), and ``ctx.apply(*grads)`` under ``torch.no_grad()`` calls
 the user's backward (or vjp) directly and returns its raw values before autograd checks or casts
 them (M3). Every probe starts from fresh inputs (``make_inputs()``), so a Function that mutates
@@ -115,7 +115,8 @@ def output_grads(applied: Applied, seed: int = 0) -> tuple:
 
 
 def call_backward(applied: Applied, grads: tuple) -> Any:
-    """The user's backward (or vjp) called directly, its raw return value unchecked (M3)."""
+    """The user's backward (or vjp) called directly, its raw return value unchecked
+    (docs/runtime-mechanisms.md, M3)."""
     ctx = applied.require_ctx()
     with torch.no_grad():
         return ctx.apply(*grads)
