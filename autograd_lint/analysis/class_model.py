@@ -337,6 +337,18 @@ class FunctionModel:
         }
 
     @cached_property
+    def certain_input_tensorness(self) -> dict[str, T]:
+        """``input_tensorness`` without the guesses from a name or from being forward's first
+        input: what the annotation, the default, the callers and the uses prove."""
+        inputs = self.known_inputs
+        uses = self.input_uses
+        return {
+            p.name: judge_parameter(p.name, p.annotation, p.default, uses[p.name], is_first=(i == 0),
+                                    by_name=False, passed=self.passed_literals(p.name))
+            for i, p in enumerate(inputs)
+        }
+
+    @cached_property
     def input_uses(self) -> dict[str, ParameterUses]:
         """How forward, setup_context and the backward-side methods use each input: directly, or
         through the ctx attribute it was stored in (``ctx.fn = fn`` then ``ctx.fn(...)``)."""
@@ -355,7 +367,7 @@ class FunctionModel:
             elif name == "setup_context":
                 local_inputs = {local: uses[param] for local, param in self.setup_context_inputs.items()}
             else:
-                local_inputs = {}
+                local_inputs = self._unpacked_stored_inputs(method, ctx_names, uses)
 
             def target(node: cst.CSTNode, local_inputs=local_inputs, ctx_names=ctx_names):
                 if isinstance(node, cst.Name):
@@ -367,6 +379,42 @@ class FunctionModel:
             collect_uses(method.nodes_of(*USE_NODE_CLASSES), target, self.qualify)
         self._gradient_evidence(inputs, uses)
         return uses
+
+    def _unpacked_stored_inputs(self, method: Method, ctx_names: frozenset[str],
+                                uses: dict[str, ParameterUses]) -> dict[str, ParameterUses]:
+        """Names that backward (or another method after forward) binds to an input forward stored
+        in a ctx container: ``gidx, op = ctx.backward_cache`` after ``ctx.backward_cache = (gidx,
+        op)``, or ``w = ctx.tensors[1]``. How backward uses them tells what the input is
+        (``gidx.reverse()``: not a tensor)."""
+        stored: dict[str, dict[int, str]] = {}  # attribute -> position -> input name
+        for attr_set in self.ctx_attribute_sets:
+            if (attr_set.index is not None and isinstance(attr_set.index, int) and attr_set.method.name == "forward"
+                    and isinstance(attr_set.value, cst.Name) and attr_set.value.value in uses):
+                stored.setdefault(attr_set.attr, {})[attr_set.index] = attr_set.value.value
+        if not stored:
+            return {}
+        result: dict[str, ParameterUses] = {}
+        for node in method.nodes_of(cst.Assign):
+            if len(node.targets) != 1 or not is_ctx_attr(node.value, ctx_names) and not (
+                    isinstance(node.value, cst.Subscript) and is_ctx_attr(node.value.value, ctx_names)):
+                continue
+            target = node.targets[0].target
+            if isinstance(node.value, cst.Subscript):
+                positions = stored.get(node.value.value.attr.value, {})
+                index = None
+                if len(node.value.slice) == 1 and isinstance(node.value.slice[0].slice, cst.Index) \
+                        and isinstance(node.value.slice[0].slice.value, cst.Integer):
+                    index = int(node.value.slice[0].slice.value.value)
+                if isinstance(target, cst.Name) and index in positions:
+                    result[target.value] = uses[positions[index]]
+                continue
+            positions = stored.get(node.value.attr.value, {})
+            if isinstance(target, (cst.Tuple, cst.List)) and not any(
+                    isinstance(e, cst.StarredElement) for e in target.elements):
+                for i, element in enumerate(target.elements):
+                    if i in positions and isinstance(element.value, cst.Name):
+                        result[element.value.value] = uses[positions[i]]
+        return result
 
     def _gradient_evidence(self, inputs: list[Param], uses: dict[str, ParameterUses]) -> None:
         """backward returning a gradient (not None) for input i proves input i is a tensor:

@@ -60,7 +60,10 @@ def _harm(model: FunctionModel, attr_set: CtxAttributeSet) -> Optional[str]:
     what = f"forward input `{name}`" + (" (or a view of it)" if origin.view else "")
     if provenance.input_gets_gradient(origin.position):
         why = "which receives a gradient"
-    elif provenance.backward_reads(attr_set.attr) is Reads.VALUES and not provenance.is_index_tensor(origin.position):
+    elif (provenance.backward_reads(attr_set.attr) is Reads.VALUES and not provenance.is_index_tensor(origin.position)
+          and model.certain_input_tensorness.get(name) is T.TENSOR):
+        # No gradient proves it a tensor here, so a guess (forward's first input, a name) is not
+        # enough for an error: dgl's `gidx` graph objects are first inputs handed to kernels.
         why = "whose values backward reads"
     else:
         return None
