@@ -22,8 +22,6 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
         grads = model.grad_names
         if backward is None or not grads:
             continue
-        if not model.provenance.outputs_read_input_values():
-            continue  # forward's outputs are constant in its inputs: any gradient is made up on purpose
         paths = enumerate_paths(backward.node)
         if paths is None:
             continue
@@ -51,6 +49,8 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
             # (`ctx.portal.use_grad()`, fairscale's pipeline) cannot be judged, and stays silent.
             if values and any(v is not None and not is_zero_gradient(v, judge) and judge(v) is T.TENSOR
                               for v in values):
+                if not model.provenance.outputs_read_input_values():
+                    break  # forward's outputs are constant in its inputs: any gradient is made up on purpose
                 yield module.at(
                     CODE, model, backward, ret,
                     f"backward returns a gradient without reading {', '.join(sorted(grads))}: "
