@@ -12,7 +12,6 @@ runs give the same findings: every step sees the same ``ProjectFacts``.
 
 from __future__ import annotations
 
-import gc
 import os
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -24,6 +23,7 @@ from autograd_lint.analysis.project import FileFacts, ProjectFacts
 from autograd_lint.cache import Cache, RunMemo, stamp
 from autograd_lint.catalogue import RULES
 from autograd_lint.findings import Finding
+from autograd_lint.gc_pause import gc_paused
 from autograd_lint.source import DEFAULT_MAX_FILE_SIZE
 from autograd_lint.workers import FileResult, FileWorker, Summary, WorkerPool, agl000
 
@@ -71,23 +71,18 @@ def lint_paths(
         run_key = _run_key(paths, selection_for, max_file_size, stats)
         if run_key in memo.runs:  # the very same run as before: its result, nothing else loaded
             return _results_of(paths, memo.runs[run_key])
-    # Syntax trees are millions of small objects without reference cycles: the cyclic garbage
-    # collector only slows their creation down (by half, measured on torch).
-    collecting = gc.isenabled()
-    gc.disable()
-    cache = Cache.load(cache_dir) if cache_dir else None
-    states = [_State(path) for path in paths]
-    unread = _summaries_from_cache(states, cache, stats)
-    pool = WorkerPool(jobs if len(unread) >= PARALLEL_THRESHOLD else 1, max_file_size, len(states),
-                      hashing=cache is not None)
-    try:
-        _summarize(states, unread, pool, cache, stats)
-        project = _gather_project_facts(states, pool, cache)
-        results = _lint_all(states, selection_for, project, pool, cache)
-    finally:
-        pool.close()
-        if collecting:
-            gc.enable()
+    with gc_paused():
+        cache = Cache.load(cache_dir) if cache_dir else None
+        states = [_State(path) for path in paths]
+        unread = _summaries_from_cache(states, cache, stats)
+        pool = WorkerPool(jobs if len(unread) >= PARALLEL_THRESHOLD else 1, max_file_size, len(states),
+                          hashing=cache is not None)
+        try:
+            _summarize(states, unread, pool, cache, stats)
+            project = _gather_project_facts(states, pool, cache)
+            results = _lint_all(states, selection_for, project, pool, cache)
+        finally:
+            pool.close()
     if cache is not None:
         cache.save()
     if memo is not None and not any(result.internal_errors for result in results):

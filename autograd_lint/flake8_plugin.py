@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 
 from autograd_lint import __version__
 from autograd_lint.catalogue import RULES
+from autograd_lint.gc_pause import gc_paused
 
 if TYPE_CHECKING:  # loaded lazily: see _lint
     from autograd_lint.selection import PerFileSelection
@@ -89,20 +90,17 @@ def _lint(filename: str, text: str, opt_in: frozenset[str], tree: ast.AST = None
 
     # Our parse allocates many small objects while flake8 holds this file's whole ast (and
     # pycodestyle its tokens): each collection the allocations trigger would walk all of them
-    # again. The engine disables the collector around parsing for the same reason.
-    collecting = gc.isenabled()
-    gc.disable()
+    # again.
     try:
-        selection = _selection_for(os.path.dirname(os.path.abspath(filename)), opt_in)(filename)
-        # flake8 applies `# noqa` itself (and --disable-noqa must show everything); the class
-        # comments `# autograd-lint: disable=...` are ours and still apply.
-        result = lint_text(filename, text, selection, honour_noqa=False, tree=tree, annotate_fixes=False)
+        with gc_paused():
+            selection = _selection_for(os.path.dirname(os.path.abspath(filename)), opt_in)(filename)
+            # flake8 applies `# noqa` itself (and --disable-noqa must show everything); the class
+            # comments `# autograd-lint: disable=...` are ours and still apply.
+            result = lint_text(filename, text, selection, honour_noqa=False, tree=tree, annotate_fixes=False)
     except Exception as error:  # noqa: BLE001 - a bug of ours must not abort the user's flake8 run
         _stderr(f"internal error on {filename}: {type(error).__name__}: {error}")
         return []
     finally:
-        if collecting:
-            gc.enable()
         _hide_the_analysis_from_the_collector()
     for message in result.internal_errors:
         _stderr(f"internal error: {message}")

@@ -408,7 +408,7 @@ _RECURSION_LIMIT = 10_000
 
 def _start_worker(max_file_size: Optional[int], hashing: bool) -> None:
     global _WORKER
-    gc.disable()  # see engine.lint_paths
+    gc.disable()  # for the whole process: see autograd_lint/gc_pause.py
     _WORKER = FileWorker(max_file_size, hashing=hashing)
 
 
