@@ -141,6 +141,18 @@ class FixContext:
                 return None
 
     @cached_property
+    def subclassed_names(self) -> Optional[frozenset[str]]:
+        """The last name of every base class in the file (``Base`` for ``class A(pkg.Base)``),
+        gathered once: a fixer asks it for each finding (None if Python cannot parse the file)."""
+        if self.tree is None:
+            return None
+        return frozenset(
+            ast.unparse(base).rsplit(".", 1)[-1]
+            for node in ast.walk(self.tree) if isinstance(node, ast.ClassDef)
+            for base in node.bases
+        )
+
+    @cached_property
     def analysis(self) -> Optional[ModuleAnalysis]:
         if self.tree is None:
             return None

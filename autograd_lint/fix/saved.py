@@ -9,7 +9,6 @@ the file, or ctx used in any other way than ``ctx.<attribute>`` (handed to a hel
 
 from __future__ import annotations
 
-import ast
 import keyword
 from dataclasses import dataclass
 from typing import Optional, Union
@@ -110,15 +109,8 @@ def _ctx_escapes(model: FunctionModel, method: Method) -> bool:
 
 
 def _has_subclass(context: FixContext, name: str) -> bool:
-    if context.tree is None:
-        return True  # cannot tell: no fix
-    for node in ast.walk(context.tree):
-        if isinstance(node, ast.ClassDef):
-            for base in node.bases:
-                text = ast.unparse(base)
-                if text == name or text.endswith("." + name):
-                    return True
-    return False
+    subclassed = context.subclassed_names
+    return subclassed is None or name in subclassed  # unparsable: cannot tell, so no fix
 
 
 def bound_names(target: cst.CSTNode) -> list[cst.Name]:
