@@ -18,7 +18,15 @@ import libcst as cst
 from autograd_lint.analysis.module_index import ClassInfo
 from autograd_lint.analysis.project import ProjectFacts
 from autograd_lint.analysis.snippet import ParsedClass, Span
-from autograd_lint.analysis.syntax import dotted, has_star_arg, is_ctx_attr, is_none, own_nodes, positional_args
+from autograd_lint.analysis.syntax import (
+    constant_index,
+    dotted,
+    has_star_arg,
+    is_ctx_attr,
+    is_none,
+    own_nodes,
+    positional_args,
+)
 from autograd_lint.analysis.input_evidence import (
     USE_NODE_CLASSES,
     ParameterUses,
@@ -401,10 +409,7 @@ class FunctionModel:
             target = node.targets[0].target
             if isinstance(node.value, cst.Subscript):
                 positions = stored.get(node.value.value.attr.value, {})
-                index = None
-                if len(node.value.slice) == 1 and isinstance(node.value.slice[0].slice, cst.Index) \
-                        and isinstance(node.value.slice[0].slice.value, cst.Integer):
-                    index = int(node.value.slice[0].slice.value.value)
+                index = constant_index(node.value)
                 if isinstance(target, cst.Name) and index in positions:
                     result[target.value] = uses[positions[index]]
                 continue
@@ -954,19 +959,11 @@ def _is_inputs_param(value, method: Method) -> bool:
 
 def subscript_position(node: cst.Subscript, name: str) -> Optional[int]:
     """``args[1]`` -> 1 for ``name`` "args"; None for anything else."""
-    if not (isinstance(node.value, cst.Name) and node.value.value == name and len(node.slice) == 1):
+    if not (isinstance(node.value, cst.Name) and node.value.value == name):
         return None
-    index = node.slice[0].slice
-    if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
-        return int(index.value.value)
-    return None
+    return constant_index(node)
 
 
 def _constant_index(node: cst.Subscript, setup_context: Method) -> Optional[int]:
     """``inputs[1]`` inside setup_context -> 1 (the name of its second parameter, subscripted)."""
-    if not (_is_inputs_param(node.value, setup_context) and len(node.slice) == 1):
-        return None
-    index = node.slice[0].slice
-    if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
-        return int(index.value.value)
-    return None
+    return constant_index(node) if _is_inputs_param(node.value, setup_context) else None

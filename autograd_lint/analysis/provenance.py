@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Iterable, Optional
 import libcst as cst
 
 from autograd_lint.analysis.flow import VIEW_METHODS, _is_basic_index
-from autograd_lint.analysis.syntax import code_children, dotted, is_ctx_attr, is_none, positional_args
+from autograd_lint.analysis.syntax import code_children, constant_index, dotted, is_ctx_attr, is_none, positional_args
 from autograd_lint.analysis.tensorness import NON_TENSOR_ATTRIBUTES, T
 
 if TYPE_CHECKING:
@@ -115,7 +115,7 @@ class ProvenanceModel:
         if isinstance(node, cst.Name):
             return self._name(method, node.value, _visiting)
         if method.name == "setup_context":
-            position = _subscript_position(node)
+            position = constant_index(node)
             if position is not None and isinstance(node, cst.Subscript):
                 if self._is_param(method, node.value, 1):
                     return Provenance(Origin.INPUT, position)
@@ -402,7 +402,8 @@ class ProvenanceModel:
         kind = _use_kind(node, parent, method, parents)
         if kind is _UseKind.METADATA:
             return Reads.METADATA
-        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
+        if (isinstance(parent, cst.Assign) and len(parent.targets) == 1
+                and isinstance(parent.targets[0].target, cst.Name)):
             # `x = ctx.x`: how backward uses x
             local = parent.targets[0].target.value
             result = Reads.NONE
@@ -514,14 +515,6 @@ def _root_name(node: cst.BaseExpression, qualify) -> Optional[str]:
     while node is not None and not isinstance(node, cst.Name):
         node = _aliased(node, qualify)
     return node.value if node is not None else None
-
-
-def _subscript_position(node: cst.BaseExpression) -> Optional[int]:
-    if isinstance(node, cst.Subscript) and len(node.slice) == 1:
-        index = node.slice[0].slice
-        if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
-            return int(index.value.value)
-    return None
 
 
 def _parents(method: "Method") -> dict[int, cst.CSTNode]:

@@ -32,6 +32,15 @@ def last_name(node: Optional[cst.CSTNode]) -> Optional[str]:
     return None
 
 
+def constant_index(node: cst.CSTNode) -> Optional[int]:
+    """``x[1]`` -> 1: the subscript's single non-negative integer index; None for anything else."""
+    if isinstance(node, cst.Subscript) and len(node.slice) == 1:
+        index = node.slice[0].slice
+        if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
+            return int(index.value.value)
+    return None
+
+
 def is_none(node: Optional[cst.CSTNode]) -> bool:
     return isinstance(node, cst.Name) and node.value == "None"
 

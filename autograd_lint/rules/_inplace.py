@@ -20,7 +20,7 @@ from autograd_lint.analysis.class_model import (
 )
 from autograd_lint.analysis.flow import AliasTracker, InplaceWrite
 from autograd_lint.analysis.provenance import UNKNOWN, Origin, Provenance
-from autograd_lint.analysis.syntax import is_ctx_attr
+from autograd_lint.analysis.syntax import constant_index, is_ctx_attr
 from autograd_lint.analysis.tensorness import T
 
 
@@ -60,7 +60,9 @@ def _saved_tensor_tracker(model: FunctionModel, tracked: set[str], ctx_names: fr
     return AliasTracker(tracked, is_source, unpacks_sources, model.qualify, helper_writes, known_truth)
 
 
-def saved_tensor_writes_with_provenance(model: FunctionModel, backward: Method) -> list[tuple[InplaceWrite, Provenance]]:
+def saved_tensor_writes_with_provenance(
+    model: FunctionModel, backward: Method
+) -> list[tuple[InplaceWrite, Provenance]]:
     """Each in-place write to a saved tensor (or a tensor ctx attribute) in backward, with where
     forward got that tensor: an input or output (the write changes a tensor the caller holds),
     a private buffer, or unknown. One tracker runs per saved position and per attribute, and
@@ -72,8 +74,9 @@ def saved_tensor_writes_with_provenance(model: FunctionModel, backward: Method) 
     positions = max((len(c.args) for c in model.save_calls if c.args is not None), default=0)
     for position in range(positions):
         def is_position(node, ctx_names, position=position) -> bool:
-            return (isinstance(node, cst.Subscript) and any(is_ctx_attr(node.value, ctx_names, a) for a in SAVED_TENSORS)
-                    and _constant_subscript(node) == position)
+            return (isinstance(node, cst.Subscript)
+                    and any(is_ctx_attr(node.value, ctx_names, a) for a in SAVED_TENSORS)
+                    and constant_index(node) == position)
 
         def unpacks(value, index, ctx_names, position=position) -> bool:
             return index == position and any(is_ctx_attr(value, ctx_names, a) for a in SAVED_TENSORS)
@@ -105,14 +108,6 @@ def saved_tensor_writes_with_provenance(model: FunctionModel, backward: Method) 
     return result
 
 
-def _constant_subscript(node: cst.Subscript):
-    if len(node.slice) == 1:
-        index = node.slice[0].slice
-        if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
-            return int(index.value.value)
-    return None
-
-
 def input_writes(model: FunctionModel, forward: Method, tracked: set[str]) -> Iterator[InplaceWrite]:
     star = forward.star_args
     inputs = model.known_inputs
@@ -131,7 +126,8 @@ def input_writes(model: FunctionModel, forward: Method, tracked: set[str]) -> It
             return False
         return [name in tracked for name in _unpacked_names(forward, star)]
 
-    def tracker(tracked_here: set[str], ctx_names: frozenset[str], helper_writes=None, known_truth=None) -> AliasTracker:
+    def tracker(tracked_here: set[str], ctx_names: frozenset[str], helper_writes=None,
+                known_truth=None) -> AliasTracker:
         return AliasTracker(tracked_here, qualify=model.qualify, helper_writes=helper_writes, known_truth=known_truth)
 
     helpers = _helper_writes(model, forward, tracker)
