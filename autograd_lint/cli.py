@@ -26,8 +26,8 @@ from autograd_lint.fix.options import hint_lines
 from autograd_lint.report import FORMATS, LintRun, statistics
 from autograd_lint.report.text import summary_line
 from autograd_lint.selection import (
-    PerFileSelection,
-    Selection,
+    RulesPerFile,
+    EnabledRules,
     SelectorError,
     SelectorLayer,
     parse_selectors,
@@ -45,14 +45,10 @@ class UsageError(Exception):
 
 def run() -> None:
     """The ``autograd-lint`` command (and ``python -m autograd_lint``): ``main``, then exit at
-    once. Tearing the interpreter down (the parser's thousands of classes and a run's syntax
-    trees) took 30-100 ms after a run over torch; everything is written by then: the cache, the
-    report (flushed here), and the worker processes have been joined.
-
-    The cyclic garbage collector is off for the whole command: a short run creates millions of
-    objects (summaries, trees) and frees them all at exit, and turning it back on after the
-    lint (as ``engine.lint_paths`` does for its callers) started a full collection of the
-    loaded parser's objects, 20 ms over torch."""
+    once with ``os._exit``, skipping the interpreter's teardown: by then the cache and the report
+    are written (the report is flushed here) and the worker processes joined. The cyclic
+    collector stays off for the whole command, as in the workers (see ``gc_pause``). Why both:
+    bench/NOTES.md."""
     gc.disable()
     code = main()
     for stream in (sys.stdout, sys.stderr):
@@ -105,8 +101,8 @@ def _main(argv: list[str]) -> int:
     if missing:
         return EXIT_ERROR
     config = _load_config(args, paths[0])
-    selection = Selection.from_layers([config.selector_layer(), _cli_layer(args)])
-    selection_for = PerFileSelection(selection, config.per_file_ignores, config.root)
+    selection = EnabledRules.from_layers([config.selector_layer(), _cli_layer(args)])
+    selection_for = RulesPerFile(selection, config.per_file_ignores, config.root)
 
     exclude = args.exclude if args.exclude is not None else config.exclude
     spec = exclude_spec(exclude, [*config.extend_exclude, *(args.extend_exclude or [])])
@@ -264,7 +260,7 @@ def _cli_layer(args: argparse.Namespace) -> SelectorLayer:
     )
 
 
-def _lint(files: list[str], selection_for: PerFileSelection, max_file_size: int, jobs: int,
+def _lint(files: list[str], selection_for: RulesPerFile, max_file_size: int, jobs: int,
           cache_dir: Optional[str], stats: Optional[dict] = None) -> list:
     from autograd_lint.engine import lint_paths
 
@@ -272,7 +268,7 @@ def _lint(files: list[str], selection_for: PerFileSelection, max_file_size: int,
 
 
 def _run_dynamic(results: list, args: argparse.Namespace, config: Config,
-                 selection_for: PerFileSelection, files: list[str]) -> tuple[list, str]:
+                 selection_for: RulesPerFile, files: list[str]) -> tuple[list, str]:
     from autograd_lint.dynamic.runner import DynamicError, options_from, run_dynamic, write_report
 
     try:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Callable, Optional, Protocol, Sequence
+from typing import Callable, Optional, Sequence
 
 from autograd_lint.analysis.names import module_name_of
 from autograd_lint.analysis.precheck import TextSummary
@@ -26,15 +26,12 @@ from autograd_lint.findings import Finding
 from autograd_lint.gc_pause import gc_paused
 from autograd_lint.source import DEFAULT_MAX_FILE_SIZE
 from autograd_lint.workers import FileResult, FileWorker, Summary, WorkerPool, agl000
+from autograd_lint.selection import RuleFilter
 
 __all__ = ["FileResult", "lint_paths", "lint_text", "default_jobs"]
 
 # Below this many files to read, starting worker processes costs more than it saves.
 PARALLEL_THRESHOLD = 64
-
-
-class Selection(Protocol):
-    def is_enabled(self, code: str) -> bool: ...
 
 
 @dataclass
@@ -50,7 +47,7 @@ class _State:
 
 def lint_paths(
     paths: Sequence[str],
-    selection_for: Callable[[str], Selection],
+    selection_for: Callable[[str], RuleFilter],
     max_file_size: Optional[int] = DEFAULT_MAX_FILE_SIZE,
     jobs: int = 1,
     cache_dir: Optional[str] = None,
@@ -90,7 +87,7 @@ def lint_paths(
     return results
 
 
-def _run_key(paths: Sequence[str], selection_for: Callable[[str], Selection], max_file_size: Optional[int],
+def _run_key(paths: Sequence[str], selection_for: Callable[[str], RuleFilter], max_file_size: Optional[int],
              stats: dict) -> str:
     """Everything a run's results depend on besides the files' bytes, which the stamps stand
     for (as in the per-file layers): the files in order, and the codes selected for each."""
@@ -115,7 +112,7 @@ def _results_of(paths: Sequence[str], stored: dict[int, FileResult]) -> list[Fil
     return [stored.get(i) or FileResult(path) for i, path in enumerate(paths)]
 
 
-def lint_text(path: str, text: str, selection: Selection, project: Optional[ProjectFacts] = None,
+def lint_text(path: str, text: str, selection: RuleFilter, project: Optional[ProjectFacts] = None,
               honour_noqa: bool = True, tree=None, annotate_fixes: bool = True) -> FileResult:
     """Lint one file's text on its own (the flake8 plugin's entry point). Without ``project``
     the file is its own project: facts from other files are not known. ``tree``: the file's
@@ -142,7 +139,7 @@ def default_jobs() -> int:
 
 @dataclass(frozen=True)
 class CodeSet:
-    """A Selection as a plain set of codes: picklable, and usable in a cache key."""
+    """A RuleFilter as a plain set of codes: picklable, and usable in a cache key."""
 
     codes: frozenset[str]
 
@@ -150,12 +147,12 @@ class CodeSet:
         return code in self.codes
 
     @classmethod
-    def of(cls, selection: Selection) -> "CodeSet":
+    def of(cls, selection: RuleFilter) -> "CodeSet":
         return _code_set_of(selection)
 
 
 @lru_cache(maxsize=64)
-def _code_set_of(selection: Selection) -> CodeSet:
+def _code_set_of(selection: RuleFilter) -> CodeSet:
     # Asked once per file: a run over thousands of files shares one or a few selections.
     return CodeSet(frozenset(code for code in RULES if selection.is_enabled(code)))
 
@@ -272,7 +269,7 @@ def _matters(summary: TextSummary, project: ProjectFacts) -> bool:
 
 # --- step 3: lint ---------------------------------------------------------------------------
 
-def _lint_all(states: list[_State], selection_for: Callable[[str], Selection], project: ProjectFacts,
+def _lint_all(states: list[_State], selection_for: Callable[[str], RuleFilter], project: ProjectFacts,
               pool: WorkerPool, cache: Optional[Cache]) -> list[FileResult]:
     fingerprint = project.fingerprint() if cache is not None else ""
     results: dict[int, FileResult] = {}

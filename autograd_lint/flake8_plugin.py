@@ -36,7 +36,7 @@ from autograd_lint.catalogue import RULES
 from autograd_lint.gc_pause import gc_paused
 
 if TYPE_CHECKING:  # loaded lazily: see _lint
-    from autograd_lint.selection import PerFileSelection
+    from autograd_lint.selection import RulesPerFile
 
 Flake8Result = tuple[int, int, str, type]
 
@@ -130,10 +130,10 @@ def _hide_the_analysis_from_the_collector() -> None:
 
 
 @lru_cache(maxsize=256)
-def _selection_for(directory: str, opt_in: frozenset[str]) -> "PerFileSelection":
+def _selection_for(directory: str, opt_in: frozenset[str]) -> "RulesPerFile":
     """The rules for files of ``directory``: its ``[tool.autograd-lint]``, then flake8's picks."""
     from autograd_lint.config import ConfigError, empty_config, find_config, load_config
-    from autograd_lint.selection import PerFileSelection, Selection, SelectorError, SelectorLayer
+    from autograd_lint.selection import RulesPerFile, EnabledRules, SelectorError, SelectorLayer
 
     config = empty_config(directory)
     found = find_config(directory)
@@ -144,8 +144,8 @@ def _selection_for(directory: str, opt_in: frozenset[str]) -> "PerFileSelection"
         except (ConfigError, SelectorError, OSError) as error:
             _warn_once(f"{error}; using the default rules")
     flake8_layer = SelectorLayer(extend_select=tuple(sorted(opt_in)))
-    selection = Selection.from_layers([config.selector_layer(), flake8_layer]).without(PROJECT_WIDE_CODES)
-    return PerFileSelection(selection, config.per_file_ignores, config.root)
+    selection = EnabledRules.from_layers([config.selector_layer(), flake8_layer]).without(PROJECT_WIDE_CODES)
+    return RulesPerFile(selection, config.per_file_ignores, config.root)
 
 
 @lru_cache(maxsize=None)

@@ -22,7 +22,7 @@ import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Optional, Protocol, Sequence
 
 from autograd_lint.catalogue import RULES
 from autograd_lint.discovery import relative_to_root
@@ -87,18 +87,25 @@ def _resolve_layer(layer: SelectorLayer) -> dict[str, bool]:
     return updates
 
 
+class RuleFilter(Protocol):
+    """What the engine and ``--dynamic`` ask of a selection: is this code enabled? Met by
+    ``EnabledRules`` and by the engine's picklable ``CodeSet``."""
+
+    def is_enabled(self, code: str) -> bool: ...
+
+
 @dataclass(frozen=True)
-class Selection:
+class EnabledRules:
     """The set of enabled codes; what the engine asks through ``is_enabled``."""
 
     enabled: frozenset[str]
 
     @classmethod
-    def default(cls) -> "Selection":
+    def default(cls) -> "EnabledRules":
         return cls(frozenset(code for code, info in RULES.items() if info.default_enabled))
 
     @classmethod
-    def from_layers(cls, layers: Sequence[SelectorLayer]) -> "Selection":
+    def from_layers(cls, layers: Sequence[SelectorLayer]) -> "EnabledRules":
         enabled = set(cls.default().enabled)
         for layer in layers:
             updates = _resolve_layer(layer)
@@ -112,15 +119,16 @@ class Selection:
     def is_enabled(self, code: str) -> bool:
         return code in self.enabled
 
-    def without(self, selectors: Iterable[str]) -> "Selection":
+    def without(self, selectors: Iterable[str]) -> "EnabledRules":
         selectors = tuple(selectors)
-        return Selection(
+        return EnabledRules(
             frozenset(c for c in self.enabled if not any(_ignores(s, c) for s in selectors))
         )
 
 
-class PerFileSelection:
-    """``selection_for(path)``: the base selection minus the matching per-file-ignores.
+class RulesPerFile:
+    """``rules_per_file(path)``: the ``EnabledRules`` for one file, the base minus the matching
+    per-file-ignores.
 
     Patterns are gitignore-style and relative to ``root`` (the directory of the config file):
     ``tests/`` or ``test_*.py`` match at any depth, ``/scripts/*.py`` only at the root.
@@ -128,7 +136,7 @@ class PerFileSelection:
 
     def __init__(
         self,
-        base: Selection,
+        base: EnabledRules,
         per_file_ignores: Sequence[tuple[str, tuple[str, ...]]] = (),
         root: Optional[Path] = None,
     ) -> None:
@@ -142,10 +150,10 @@ class PerFileSelection:
                            for pattern, codes in per_file_ignores]
         self._for_path = lru_cache(maxsize=None)(self._compute)
 
-    def __call__(self, path: str) -> Selection:
+    def __call__(self, path: str) -> EnabledRules:
         return self._for_path(path)
 
-    def _compute(self, path: str) -> Selection:
+    def _compute(self, path: str) -> EnabledRules:
         if not self._rules:
             return self.base
         relative = relative_to_root(path, self.root)

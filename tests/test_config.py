@@ -10,8 +10,8 @@ import pytest
 from autograd_lint.catalogue import RULES
 from autograd_lint.config import ConfigError, find_config, load_config
 from autograd_lint.selection import (
-    PerFileSelection,
-    Selection,
+    RulesPerFile,
+    EnabledRules,
     SelectorError,
     SelectorLayer,
     parse_selectors,
@@ -27,13 +27,13 @@ def pyproject(directory: Path, body: str) -> Path:
 
 
 def enabled(*layers: SelectorLayer) -> set[str]:
-    return set(Selection.from_layers(layers).enabled)
+    return set(EnabledRules.from_layers(layers).enabled)
 
 
 # --- selection semantics (unit) ---------------------------------------------------------------
 
 def test_default_selection_is_everything_but_the_opt_in_rules():
-    default = Selection.default()
+    default = EnabledRules.default()
     assert not default.is_enabled("AGL305") and not default.is_enabled("AGL502")
     assert not default.is_enabled("AGL207")
     assert default.is_enabled("AGL000") and default.is_enabled("AGL201")
@@ -77,7 +77,7 @@ def test_layers_command_line_over_config():
 
 
 def test_without_removes_by_prefix():
-    assert Selection.default().without(["AGL1", "AGL201"]).enabled == {
+    assert EnabledRules.default().without(["AGL1", "AGL201"]).enabled == {
         c for c in DEFAULTS if not c.startswith("AGL1") and c != "AGL201"}
 
 
@@ -89,8 +89,8 @@ def test_parse_selectors_normalises_and_rejects_unknown():
 
 
 def test_per_file_selection_matches_gitignore_style_relative_to_root(tmp_path):
-    per_file = PerFileSelection(
-        Selection.default(), [("tests/", ("AGL2",)), ("/scripts/*.py", ("AGL101",))], root=tmp_path)
+    per_file = RulesPerFile(
+        EnabledRules.default(), [("tests/", ("AGL2",)), ("/scripts/*.py", ("AGL101",))], root=tmp_path)
     assert not per_file(str(tmp_path / "tests" / "unit" / "t.py")).is_enabled("AGL201")
     assert not per_file(str(tmp_path / "pkg" / "tests" / "t.py")).is_enabled("AGL201")
     assert per_file(str(tmp_path / "pkg" / "t.py")).is_enabled("AGL201")

@@ -13,10 +13,10 @@ from autograd_lint.engine import lint_text
 from autograd_lint.fix.apply import annotate_text
 from autograd_lint.fix.context import FixContext, only_lines
 from autograd_lint.fix.registry import FIXERS
-from autograd_lint.selection import Selection, SelectorLayer
+from autograd_lint.selection import EnabledRules, SelectorLayer
 from conftest import REPO_ROOT
 
-EVERY_RULE = Selection.from_layers([SelectorLayer(select=("ALL",))])
+EVERY_RULE = EnabledRules.from_layers([SelectorLayer(select=("ALL",))])
 
 
 def _fixable_files() -> list[tuple[Path, str, list]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from autograd_lint.analysis.input_evidence import ParameterUses, judge_parameter
-from autograd_lint.analysis.tensorness import T
+from autograd_lint.analysis.tensorness import Tensorness
 
 
 def judge(annotation, uses=None, passed=None):
@@ -18,7 +18,7 @@ def judge(annotation, uses=None, passed=None):
     "'torch.Tensor'", "Optional[Union[torch.Tensor, torch.nn.Parameter]]", "torch.LongTensor",
 ])
 def test_an_annotation_of_tensors_only_says_tensor(annotation):
-    assert judge(annotation) is T.TENSOR
+    assert judge(annotation) is Tensorness.TENSOR
 
 
 @pytest.mark.parametrize("annotation", [
@@ -26,23 +26,23 @@ def test_an_annotation_of_tensors_only_says_tensor(annotation):
     "torch.Tensor | AttentionBias", "Union[int, Tensor]", "List[Tensor]", "Tensor[",
 ])
 def test_a_union_with_another_member_is_not_certainly_a_tensor(annotation):
-    assert judge(annotation) is T.UNKNOWN
+    assert judge(annotation) is Tensorness.UNKNOWN
 
 
 def test_a_use_as_a_plain_value_contradicts_a_tensor_annotation():
     counted = ParameterUses()
     counted.as_non_tensor = True  # `range(times)`
-    assert judge("torch.Tensor", counted) is T.UNKNOWN
+    assert judge("torch.Tensor", counted) is Tensorness.UNKNOWN
     both = ParameterUses()
     both.as_non_tensor = both.as_tensor = True
-    assert judge("torch.Tensor", both) is T.TENSOR
+    assert judge("torch.Tensor", both) is Tensorness.TENSOR
 
 
 @pytest.mark.parametrize("passed, expected", [
-    (frozenset({"int"}), T.NOT_TENSOR),  # mmcv's im2col_step: torch.Tensor, always given 64
-    (frozenset({"int", "float", "None"}), T.NOT_TENSOR),
-    (frozenset({"None"}), T.TENSOR),  # None says nothing about the other calls: the annotation stands
-    (None, T.TENSOR),  # some call passes something else (or no call is known)
+    (frozenset({"int"}), Tensorness.NOT_TENSOR),  # mmcv's im2col_step: torch.Tensor, always given 64
+    (frozenset({"int", "float", "None"}), Tensorness.NOT_TENSOR),
+    (frozenset({"None"}), Tensorness.TENSOR),  # None says nothing about the other calls: the annotation stands
+    (None, Tensorness.TENSOR),  # some call passes something else (or no call is known)
 ])
 def test_literals_at_every_call_site_outweigh_the_annotation(passed, expected):
     assert judge("torch.Tensor", passed=passed) is expected

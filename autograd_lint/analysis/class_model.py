@@ -34,7 +34,7 @@ from autograd_lint.analysis.input_evidence import (
     collect_uses,
     judge_parameter,
 )
-from autograd_lint.analysis.tensorness import T, TensorJudge
+from autograd_lint.analysis.tensorness import Tensorness, TensorJudge
 
 if TYPE_CHECKING:
     from autograd_lint.analysis.provenance import ProvenanceModel
@@ -178,7 +178,7 @@ class SaveCall:
     args: Optional[list[cst.BaseExpression]]  # None when starred (count unknown)
 
 
-Assignment = Union[cst.BaseExpression, T, None]
+Assignment = Union[cst.BaseExpression, Tensorness, None]
 
 
 @dataclass
@@ -334,7 +334,7 @@ class FunctionModel:
         return params, complete
 
     @cached_property
-    def input_tensorness(self) -> dict[str, T]:
+    def input_tensorness(self) -> dict[str, Tensorness]:
         """Each forward input's tensor-ness (see input_evidence for the evidence it weighs)."""
         inputs = self.known_inputs
         uses = self.input_uses
@@ -345,7 +345,7 @@ class FunctionModel:
         }
 
     @cached_property
-    def certain_input_tensorness(self) -> dict[str, T]:
+    def certain_input_tensorness(self) -> dict[str, Tensorness]:
         """``input_tensorness`` without the guesses from a name or from being forward's first
         input: what the annotation, the default, the callers and the uses prove."""
         inputs = self.known_inputs
@@ -475,7 +475,7 @@ class FunctionModel:
                 if any(isinstance(e, cst.StarredElement) for e in value.elements):
                     return None
                 counts.add(len(value.elements))
-            elif value is not None and judge(value) is T.TENSOR:
+            elif value is not None and judge(value) is Tensorness.TENSOR:
                 counts.add(1)
             else:
                 return None
@@ -574,7 +574,7 @@ class FunctionModel:
         for attr_set in self.ctx_attribute_sets:
             if attr_set.index is not None:
                 continue  # an element: the attribute itself holds the container
-            if attr_set.value is not None and self.judge(attr_set.method)(attr_set.value) is T.TENSOR:
+            if attr_set.value is not None and self.judge(attr_set.method)(attr_set.value) is Tensorness.TENSOR:
                 result.add(attr_set.attr)
         return result
 
@@ -587,7 +587,7 @@ class FunctionModel:
         return ProvenanceModel(self)
 
     @cached_property
-    def ctx_containers(self) -> dict[str, tuple[Optional[int], dict[Union[int, str], T]]]:
+    def ctx_containers(self) -> dict[str, tuple[Optional[int], dict[Union[int, str], Tensorness]]]:
         """ctx attributes that forward/setup_context set once, to a tuple/list/dict display:
         attribute -> (its length, None for a dict or with a starred element; the tensor-ness of
         each element by position or key). What backward reads back from ``ctx.tensors[1]`` or
@@ -608,7 +608,7 @@ class FunctionModel:
             result[attr] = (len(value.elements) if fixed else None, elements)
         return result
 
-    def ctx_element(self, node: cst.CSTNode, ctx_names: frozenset[str]) -> Optional[T]:
+    def ctx_element(self, node: cst.CSTNode, ctx_names: frozenset[str]) -> Optional[Tensorness]:
         """The tensor-ness of ``ctx.tensors[1]`` / ``ctx.d["a"]`` read outside forward, from what
         forward stored there; None when ``node`` is no such read."""
         if not (isinstance(node, cst.Subscript) and is_ctx_attr(node.value, ctx_names) and len(node.slice) == 1):
@@ -628,9 +628,9 @@ class FunctionModel:
         length, elements = container
         if isinstance(key, int) and length is not None:
             key = key % length if -length <= key < length else None
-        return elements.get(key, T.UNKNOWN) if key is not None else T.UNKNOWN
+        return elements.get(key, Tensorness.UNKNOWN) if key is not None else Tensorness.UNKNOWN
 
-    def ctx_unpacked(self, value: cst.CSTNode, ctx_names: frozenset[str], count: int) -> Optional[list[T]]:
+    def ctx_unpacked(self, value: cst.CSTNode, ctx_names: frozenset[str], count: int) -> Optional[list[Tensorness]]:
         """``a, b = ctx.cache``: the tensor-ness of each name, when forward stored a container of
         exactly ``count`` elements there; else None."""
         if not is_ctx_attr(value, ctx_names):
@@ -638,7 +638,7 @@ class FunctionModel:
         container = self.ctx_containers.get(value.attr.value)
         if container is None or container[0] != count:
             return None
-        return [container[1].get(i, T.UNKNOWN) for i in range(count)]
+        return [container[1].get(i, Tensorness.UNKNOWN) for i in range(count)]
 
     def is_saved_tensors(self, node: cst.CSTNode, method: Method) -> bool:
         return (type(node) is cst.Attribute and node.attr.value in SAVED_TENSORS
@@ -652,16 +652,16 @@ class FunctionModel:
         return judges[method.name]
 
     def _build_judge(self, method: Method) -> TensorJudge:
-        known: dict[str, T] = {}
+        known: dict[str, Tensorness] = {}
         if method.name == "forward":
             known.update(self.input_tensorness)
         elif method.name == "backward":
             for name in self.grad_names:
-                known[name] = T.TENSOR
+                known[name] = Tensorness.TENSOR
             if method.star_args:
-                known[method.star_args] = T.NOT_TENSOR  # `*grads` is a tuple of tensors
+                known[method.star_args] = Tensorness.NOT_TENSOR  # `*grads` is a tuple of tensors
         elif method.name == "setup_context" and len(method.params) >= 3:
-            known[method.params[2].name] = T.TENSOR if self.output_count == 1 else T.UNKNOWN
+            known[method.params[2].name] = Tensorness.TENSOR if self.output_count == 1 else Tensorness.UNKNOWN
         ctx_names = self.ctx_names(method)
         assignments = _assignments(method, ctx_names, self)
         tensor_attrs = self.tensor_ctx_attributes if method.name == "backward" else set()
@@ -669,29 +669,29 @@ class FunctionModel:
         star_inputs = self.known_inputs if method.name == "forward" and method.star_args else []
         from_star = len(star_inputs) - len(method.params) + (1 if self.style == "legacy" else 0)
 
-        def tensor_sources(node: cst.BaseExpression) -> Optional[T]:
+        def tensor_sources(node: cst.BaseExpression) -> Optional[Tensorness]:
             if star_inputs and isinstance(node, cst.Subscript):
                 position = subscript_position(node, method.star_args)  # `args[0]`: an input
                 if position is not None and 0 <= position < from_star:
                     return self.input_tensorness.get(star_inputs[len(star_inputs) - from_star + position].name,
-                                                     T.UNKNOWN)
+                                                     Tensorness.UNKNOWN)
             if method.name == "setup_context" and isinstance(node, cst.Subscript):
                 position = _constant_index(node, method)  # inputs[1] is forward's second input
                 inputs = self.inputs or []
                 if position is not None and position < len(inputs):
-                    return self.input_tensorness.get(inputs[position].name, T.UNKNOWN)
+                    return self.input_tensorness.get(inputs[position].name, Tensorness.UNKNOWN)
             if isinstance(node, cst.Subscript) and any(
                 is_ctx_attr(node.value, ctx_names, a) for a in SAVED_TENSORS
             ):
-                return T.TENSOR
+                return Tensorness.TENSOR
             if method.name not in ("forward", "setup_context"):
                 element = self.ctx_element(node, ctx_names)
                 if element is not None:
                     return element
             if isinstance(node, cst.Attribute) and is_ctx_attr(node, ctx_names):
                 if node.attr.value in tensor_attrs:
-                    return T.TENSOR
-                return T.UNKNOWN
+                    return Tensorness.TENSOR
+                return Tensorness.UNKNOWN
             return None
 
         return TensorJudge(known, assignments, self.qualify, tensor_sources)
@@ -890,13 +890,13 @@ def _assignments(method: Method, ctx_names: frozenset[str], model: FunctionModel
             element_value: Assignment = None
             unpacked = (model.ctx_unpacked(value, ctx_names, len(elements))
                         if model is not None and method.name not in ("forward", "setup_context")
-                        and value is not None and not isinstance(value, T) else None)
+                        and value is not None and not isinstance(value, Tensorness) else None)
             if unpacked is not None and not any(isinstance(e, cst.StarredElement) for e in elements):
                 for element, judged in zip(elements, unpacked):
                     bind(element.value, judged)  # `a, b = ctx.cache`: what forward stored there
                 return
-            if value is not None and not isinstance(value, T) and _is_saved_tensors_source(value, ctx_names, result):
-                element_value = T.TENSOR
+            if value is not None and not isinstance(value, Tensorness) and _is_saved_tensors_source(value, ctx_names, result):
+                element_value = Tensorness.TENSOR
             elif (model is not None and method.name == "forward" and method.star_args is not None
                   and isinstance(value, cst.Name) and value.value == method.star_args):
                 judged_inputs = model.input_tensorness  # `a, b = args`: forward's inputs by position
@@ -947,7 +947,7 @@ def _is_saved_tensors_source(value, ctx_names, assignments) -> bool:
     # `saved = ctx.saved_tensors` then `a, b = saved`
     if isinstance(value, cst.Name):
         bound = assignments.get(value.value, [])
-        return len(bound) == 1 and not isinstance(bound[0], T) and bound[0] is not None and any(
+        return len(bound) == 1 and not isinstance(bound[0], Tensorness) and bound[0] is not None and any(
             is_ctx_attr(bound[0], ctx_names, a) for a in SAVED_TENSORS
         )
     return False

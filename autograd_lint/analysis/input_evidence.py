@@ -29,7 +29,7 @@ import libcst as cst
 
 from autograd_lint.analysis.syntax import dotted, positional_args
 from autograd_lint.analysis.tensor_api import TENSOR_ATTRIBUTES
-from autograd_lint.analysis.tensorness import T, torch_call_judgement
+from autograd_lint.analysis.tensorness import Tensorness, torch_call_judgement
 
 # Parameter names that, absent other evidence, are configuration rather than tensors.
 NON_TENSOR_NAME = re.compile(
@@ -129,51 +129,51 @@ def judge_parameter(
     is_first: bool,
     by_name: bool = True,
     passed: Optional[frozenset[str]] = None,
-) -> T:
+) -> Tensorness:
     """Tensor-ness of a forward input (see the module docstring for the order of evidence).
     ``by_name=False`` leaves out the name and position: what remains is certain evidence.
     ``passed``: the kinds of literal that every ``.apply(...)`` call of the project passes for
     this input (None: some call passes something else, or no call is known)."""
     literals = passed - {"None"} if passed is not None else frozenset()
     if literals and literals <= NON_TENSOR_LITERALS:
-        return T.NOT_TENSOR  # `im2col_step: torch.Tensor`, and every caller passes `64`
+        return Tensorness.NOT_TENSOR  # `im2col_step: torch.Tensor`, and every caller passes `64`
     if annotation and annotation.strip() not in _NO_INFORMATION_ANNOTATIONS:
         judged = _annotation_judgement(annotation)
         contradicted = (uses.as_non_tensor or uses.foreign_member) and not uses.as_tensor
-        return T.UNKNOWN if judged is T.TENSOR and contradicted else judged
+        return Tensorness.UNKNOWN if judged is Tensorness.TENSOR and contradicted else judged
     if default is not None and not (isinstance(default, cst.Name) and default.value == "None"):
         # `eps=1e-5`, `dims=(0, 1)`: not a tensor; `scale=torch.tensor(1)`: cannot tell cheaply.
-        return T.NOT_TENSOR if _is_literal(default) else T.UNKNOWN
+        return Tensorness.NOT_TENSOR if _is_literal(default) else Tensorness.UNKNOWN
     if uses.as_tensor and (uses.as_non_tensor or uses.foreign_member):
-        return T.UNKNOWN
+        return Tensorness.UNKNOWN
     if uses.as_tensor:
-        return T.TENSOR
+        return Tensorness.TENSOR
     if uses.as_non_tensor:
-        return T.NOT_TENSOR
+        return Tensorness.NOT_TENSOR
     if not by_name or default is not None:  # `bias=None` unused: an optional anything
-        return T.UNKNOWN
+        return Tensorness.UNKNOWN
     if uses.foreign_member:
-        return T.NOT_TENSOR
+        return Tensorness.NOT_TENSOR
     if NON_TENSOR_NAME.match(name):
-        return T.NOT_TENSOR
+        return Tensorness.NOT_TENSOR
     if AMBIGUOUS_NAME.match(name):
-        return T.UNKNOWN
-    return T.TENSOR if is_first else T.UNKNOWN
+        return Tensorness.UNKNOWN
+    return Tensorness.TENSOR if is_first else Tensorness.UNKNOWN
 
 
-def _annotation_judgement(annotation: str) -> T:
+def _annotation_judgement(annotation: str) -> Tensorness:
     if _TENSOR_ANNOTATION.search(annotation):
         # Optional[Tensor] is a tensor; Union[int, Tensor], Optional[Union[Tensor, AttentionBias]]
         # and List[Tensor] are not certainly one tensor.
         if _CONTAINER_OR_SCALAR.search(annotation):
-            return T.UNKNOWN
+            return Tensorness.UNKNOWN
         members = _union_members(annotation)
         if members is None or not all(_TENSOR_TYPE.fullmatch(m) for m in members):
-            return T.UNKNOWN
-        return T.TENSOR
+            return Tensorness.UNKNOWN
+        return Tensorness.TENSOR
     if _NON_TENSOR_ANNOTATION.match(annotation.strip()):
-        return T.NOT_TENSOR
-    return T.UNKNOWN  # a class we do not know: it may be a Tensor subclass (EdgeIndex, NF4Tensor)
+        return Tensorness.NOT_TENSOR
+    return Tensorness.UNKNOWN  # a class we do not know: it may be a Tensor subclass (EdgeIndex, NF4Tensor)
 
 
 _TENSOR_TYPE = re.compile(r"(\w+\.)*(\w*Tensor|Parameter)")
@@ -290,7 +290,7 @@ def _call_uses(node: cst.Call, target: Target, qualify: Callable[[str], str]) ->
         if is_torch_function:
             _mark(target, values, tensor=False)
             return
-    if is_torch_function and values and torch_call_judgement(qualified) is T.TENSOR:
+    if is_torch_function and values and torch_call_judgement(qualified) is Tensorness.TENSOR:
         _mark(target, values if last in _ALL_TENSOR_ARGS else values[:1], tensor=True)
     if isinstance(node.func, cst.Attribute) and last in _DIM_TAKING_METHODS and not is_torch_function:
         _mark(target, values, tensor=False)  # x.sum(d), x.view(n, -1)

@@ -16,7 +16,7 @@ import libcst as cst
 
 from autograd_lint.analysis.class_model import FunctionModel, Method
 from autograd_lint.analysis.syntax import dotted, is_ctx_attr, is_none
-from autograd_lint.analysis.tensorness import T, TensorJudge
+from autograd_lint.analysis.tensorness import Tensorness, TensorJudge
 
 # A module path that names a compiled extension: `from . import _C`, `import my_cuda_ext`.
 _EXTENSION = re.compile(r"(^|[._])(_C|_ext|ext|ext_module|_cuda|cuda_\w+|\w+_cuda|\w+_ext|_kernels?|\w+_cpp)($|\.)")
@@ -64,7 +64,7 @@ def _element_needs_no_grad(element: cst.BaseElement, marked: set[str], judge: Te
     value = element.value
     if isinstance(value, cst.Name) and value.value in marked:
         return True
-    return is_none(value) or judge(value) is T.NOT_TENSOR
+    return is_none(value) or judge(value) is Tensorness.NOT_TENSOR
 
 
 def _value_needs_no_grad(value: Optional[cst.BaseExpression], marked: set[str], judge: TensorJudge) -> bool:
@@ -77,7 +77,7 @@ def _value_needs_no_grad(value: Optional[cst.BaseExpression], marked: set[str], 
         return value.value in marked
     if isinstance(value, cst.Call) and dotted(value.func) in ("tuple", "divmod"):
         return False
-    return isinstance(value, cst.Call) and judge(value) is T.NOT_TENSOR
+    return isinstance(value, cst.Call) and judge(value) is Tensorness.NOT_TENSOR
 
 
 def _marked_names(method: Method, ctx_names: frozenset[str]) -> set[str]:

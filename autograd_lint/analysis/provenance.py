@@ -29,7 +29,7 @@ import libcst as cst
 
 from autograd_lint.analysis.flow import VIEW_METHODS, _is_basic_index
 from autograd_lint.analysis.syntax import code_children, constant_index, dotted, is_ctx_attr, is_none, positional_args
-from autograd_lint.analysis.tensorness import NON_TENSOR_ATTRIBUTES, T
+from autograd_lint.analysis.tensorness import NON_TENSOR_ATTRIBUTES, Tensorness
 
 if TYPE_CHECKING:
     from autograd_lint.analysis.class_model import FunctionModel, Method
@@ -229,7 +229,7 @@ class ProvenanceModel:
     def _is_fresh(self, method: "Method", node: cst.BaseExpression) -> bool:
         """A new tensor forward made: a torch op, a tensor method, arithmetic or a comparison."""
         judge = self.model.judge(method)
-        if judge(node) is not T.TENSOR:
+        if judge(node) is not Tensorness.TENSOR:
             return False
         if isinstance(node, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison)):
             return True
@@ -237,7 +237,7 @@ class ProvenanceModel:
             name = dotted(node.func)
             if name is not None and self.model.qualify(name).startswith("torch."):
                 return True
-            return isinstance(node.func, cst.Attribute) and judge(node.func.value) is T.TENSOR
+            return isinstance(node.func, cst.Attribute) and judge(node.func.value) is Tensorness.TENSOR
         if isinstance(node, cst.Subscript):
             return True  # advanced indexing (basic indexing is a view, followed above)
         return False

@@ -15,16 +15,16 @@ import libcst as cst
 from autograd_lint.analysis.syntax import dotted, positional_args
 
 
-class T(enum.Enum):
+class Tensorness(enum.Enum):
     TENSOR = "tensor"
     NOT_TENSOR = "not-tensor"
     UNKNOWN = "unknown"
 
 
-def combine(judgements: Iterable[Optional[T]]) -> T:
+def combine(judgements: Iterable[Optional[Tensorness]]) -> Tensorness:
     """All agree -> that judgement; any disagreement or nothing known -> UNKNOWN."""
     seen = {j for j in judgements if j is not None}
-    return seen.pop() if len(seen) == 1 else T.UNKNOWN
+    return seen.pop() if len(seen) == 1 else Tensorness.UNKNOWN
 
 
 # Tensor attributes that are not tensors themselves.
@@ -82,34 +82,34 @@ class TensorJudge:
 
     def __init__(
         self,
-        known: dict[str, T],
+        known: dict[str, Tensorness],
         assignments: dict[str, list],  # values: expressions, T judgements, or None
         qualify: Callable[[str], str],
-        tensor_sources: Callable[[cst.BaseExpression], Optional[T]] = lambda _: None,
+        tensor_sources: Callable[[cst.BaseExpression], Optional[Tensorness]] = lambda _: None,
     ) -> None:
         self.known = known
         self.assignments = assignments
         self.qualify = qualify
         # A hook for facts only the class model knows: `ctx.saved_tensors[0]`, `ctx.x` attributes.
         self.tensor_sources = tensor_sources
-        self._cache: dict[str, T] = {}
+        self._cache: dict[str, Tensorness] = {}
 
-    def name(self, name: str, _visiting: frozenset[str] = frozenset()) -> Optional[T]:
+    def name(self, name: str, _visiting: frozenset[str] = frozenset()) -> Optional[Tensorness]:
         if name in _visiting:
             # `x = x.contiguous()`: the x on the right is the value before, a parameter's if any.
             return self.known.get(name)
         if not _visiting and name in self._cache:
             return self._cache[name]
-        judgements: list[Optional[T]] = []
+        judgements: list[Optional[Tensorness]] = []
         if name in self.known:
             judgements.append(self.known[name])
         for value in self.assignments.get(name, []):
-            if isinstance(value, T):
+            if isinstance(value, Tensorness):
                 judgements.append(value)
             else:
-                judgements.append(T.UNKNOWN if value is None else self.expr(value, _visiting | {name}))
+                judgements.append(Tensorness.UNKNOWN if value is None else self.expr(value, _visiting | {name}))
         if not judgements:
-            result: Optional[T] = T.NOT_TENSOR if name in ("None", "True", "False") else T.UNKNOWN
+            result: Optional[Tensorness] = Tensorness.NOT_TENSOR if name in ("None", "True", "False") else Tensorness.UNKNOWN
         elif all(j is None for j in judgements):
             result = None
         else:
@@ -118,10 +118,10 @@ class TensorJudge:
             self._cache[name] = result
         return result
 
-    def __call__(self, node: cst.BaseExpression) -> T:
-        return self.expr(node) or T.UNKNOWN
+    def __call__(self, node: cst.BaseExpression) -> Tensorness:
+        return self.expr(node) or Tensorness.UNKNOWN
 
-    def expr(self, node: cst.BaseExpression, visiting: frozenset[str] = frozenset()) -> Optional[T]:
+    def expr(self, node: cst.BaseExpression, visiting: frozenset[str] = frozenset()) -> Optional[Tensorness]:
         special = self.tensor_sources(node)
         if special is not None:
             return special
@@ -131,7 +131,7 @@ class TensorJudge:
                              cst.ConcatenatedString, cst.FormattedString, cst.Tuple, cst.List,
                              cst.Dict, cst.Set, cst.ListComp, cst.SetComp, cst.DictComp,
                              cst.GeneratorExp, cst.Lambda, cst.Ellipsis)):
-            return T.NOT_TENSOR
+            return Tensorness.NOT_TENSOR
         if isinstance(node, cst.Attribute):
             return self._attribute(node, visiting)
         if isinstance(node, cst.Call):
@@ -140,11 +140,11 @@ class TensorJudge:
             return self._operands([node.left, node.right], visiting)
         if isinstance(node, cst.UnaryOperation):
             if isinstance(node.operator, cst.Not):
-                return T.NOT_TENSOR
+                return Tensorness.NOT_TENSOR
             return self.expr(node.expression, visiting)
         if isinstance(node, cst.Comparison):
             if any(isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for t in node.comparisons):
-                return T.NOT_TENSOR
+                return Tensorness.NOT_TENSOR
             return self._operands([node.left] + [t.comparator for t in node.comparisons], visiting)
         if isinstance(node, cst.BooleanOperation):
             return _combine_optional([self.expr(node.left, visiting), self.expr(node.right, visiting)])
@@ -152,48 +152,48 @@ class TensorJudge:
             return _combine_optional([self.expr(node.body, visiting), self.expr(node.orelse, visiting)])
         if isinstance(node, cst.Subscript):
             receiver = self.expr(node.value, visiting)
-            if receiver is T.TENSOR:
-                return T.TENSOR
+            if receiver is Tensorness.TENSOR:
+                return Tensorness.TENSOR
             if isinstance(node.value, cst.Attribute) and node.value.attr.value in ("shape", "stride"):
-                return T.NOT_TENSOR
-            return T.UNKNOWN
-        return T.UNKNOWN
+                return Tensorness.NOT_TENSOR
+            return Tensorness.UNKNOWN
+        return Tensorness.UNKNOWN
 
-    def _operands(self, operands: list[cst.BaseExpression], visiting: frozenset[str]) -> Optional[T]:
+    def _operands(self, operands: list[cst.BaseExpression], visiting: frozenset[str]) -> Optional[Tensorness]:
         if any(isinstance(o, (cst.Tuple, cst.List)) for o in operands):
-            return T.NOT_TENSOR  # `(None, None) + grads`: a tuple concatenation
+            return Tensorness.NOT_TENSOR  # `(None, None) + grads`: a tuple concatenation
         judgements = [self.expr(o, visiting) for o in operands]
-        if T.TENSOR in judgements:
-            return T.TENSOR
+        if Tensorness.TENSOR in judgements:
+            return Tensorness.TENSOR
         known = [j for j in judgements if j is not None]
-        if known and all(j is T.NOT_TENSOR for j in known):
-            return T.NOT_TENSOR
-        return None if not known else T.UNKNOWN
+        if known and all(j is Tensorness.NOT_TENSOR for j in known):
+            return Tensorness.NOT_TENSOR
+        return None if not known else Tensorness.UNKNOWN
 
-    def _attribute(self, node: cst.Attribute, visiting: frozenset[str]) -> Optional[T]:
+    def _attribute(self, node: cst.Attribute, visiting: frozenset[str]) -> Optional[Tensorness]:
         attr = node.attr.value
         if attr in NON_TENSOR_ATTRIBUTES:
-            return T.NOT_TENSOR
+            return Tensorness.NOT_TENSOR
         name = dotted(node)
         if name is not None:
             head = self.qualify(name).split(".")[0]
             if head in ("torch", "math", "numpy", "np", "sys", "os"):
-                return T.NOT_TENSOR  # torch.float32, math.pi, ...
-        if attr in TENSOR_ATTRIBUTES and self.expr(node.value, visiting) is T.TENSOR:
-            return T.TENSOR
-        return T.UNKNOWN
+                return Tensorness.NOT_TENSOR  # torch.float32, math.pi, ...
+        if attr in TENSOR_ATTRIBUTES and self.expr(node.value, visiting) is Tensorness.TENSOR:
+            return Tensorness.TENSOR
+        return Tensorness.UNKNOWN
 
-    def _call(self, node: cst.Call, visiting: frozenset[str]) -> Optional[T]:
+    def _call(self, node: cst.Call, visiting: frozenset[str]) -> Optional[Tensorness]:
         func = node.func
         name = dotted(func)
         if name is not None:
             qualified = self.qualify(name)
             if "." not in name:
                 if name in _BUILTINS_NOT_TENSOR:
-                    return T.NOT_TENSOR
+                    return Tensorness.NOT_TENSOR
                 if qualified.startswith("torch."):
                     return torch_call_judgement(qualified, node, tensor_args=1)
-                return T.UNKNOWN
+                return Tensorness.UNKNOWN
             if qualified.startswith("torch.") and not _is_method_on_local(name, self):
                 return torch_call_judgement(qualified, node, tensor_args=1)
         if isinstance(func, cst.Attribute):
@@ -202,14 +202,14 @@ class TensorJudge:
             if method == "type" and _converts_type(node):
                 # `x.type(torch.int8)`, `x.type(dtype)`: the tensor converted; only the bare
                 # `x.type()` is the type's name, a string.
-                return T.TENSOR if receiver is T.TENSOR else T.UNKNOWN
+                return Tensorness.TENSOR if receiver is Tensorness.TENSOR else Tensorness.UNKNOWN
             if method in NON_TENSOR_METHODS:
-                return T.NOT_TENSOR
-            if receiver is T.TENSOR:
+                return Tensorness.NOT_TENSOR
+            if receiver is Tensorness.TENSOR:
                 if method in MULTI_RESULT and not _single_result(method, node, tensor_args=0):
-                    return T.UNKNOWN
-                return T.TENSOR
-        return T.UNKNOWN
+                    return Tensorness.UNKNOWN
+                return Tensorness.TENSOR
+        return Tensorness.UNKNOWN
 
 
 def _converts_type(call: cst.Call) -> bool:
@@ -229,18 +229,18 @@ _TENSOR_NAMESPACES = ("torch", "torch.nn.functional", "torch.special", "torch.li
 _STATE_TORCH_FUNCTIONS = frozenset({"get_rng_state", "get_rng_state_all"})
 
 
-def torch_call_judgement(qualified: str, call: Optional[cst.Call] = None, tensor_args: int = 1) -> T:
+def torch_call_judgement(qualified: str, call: Optional[cst.Call] = None, tensor_args: int = 1) -> Tensorness:
     """What ``torch.<...>(...)`` returns: a tensor for ops of the tensor namespaces."""
     namespace, _, last = qualified.rpartition(".")
     if last in NON_TENSOR_TORCH_FUNCTIONS:
-        return T.NOT_TENSOR
+        return Tensorness.NOT_TENSOR
     if namespace not in _TENSOR_NAMESPACES or last in _STATE_TORCH_FUNCTIONS:
-        return T.UNKNOWN  # torch.cuda.*, torch.distributed.*, torch._higher_order_ops.utils.* ...
+        return Tensorness.UNKNOWN  # torch.cuda.*, torch.distributed.*, torch._higher_order_ops.utils.* ...
     if last in MULTI_RESULT and not (call is not None and _single_result(last, call, tensor_args)):
-        return T.UNKNOWN  # torch.max(x, 1) and torch.split(...) give several tensors
+        return Tensorness.UNKNOWN  # torch.max(x, 1) and torch.split(...) give several tensors
     if last[:1].isupper() or last.startswith("_"):
-        return T.UNKNOWN  # torch.Size / torch.nn.Linear build objects
-    return T.TENSOR
+        return Tensorness.UNKNOWN  # torch.Size / torch.nn.Linear build objects
+    return Tensorness.TENSOR
 
 
 # Of the MULTI_RESULT functions, these return one tensor when called without a dimension:
@@ -264,6 +264,6 @@ def _single_result(name: str, call: cst.Call, tensor_args: int) -> bool:
     return False
 
 
-def _combine_optional(judgements: list[Optional[T]]) -> Optional[T]:
+def _combine_optional(judgements: list[Optional[Tensorness]]) -> Optional[Tensorness]:
     known = [j for j in judgements if j is not None]
     return combine(known) if known else None

@@ -21,19 +21,16 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterable, Optional, Protocol
+from typing import Callable, Iterable, Optional
 
 from autograd_lint.dynamic.dedupe import Merge, RuntimeResult, merge_explained, merged_line
 from autograd_lint.dynamic.progress import module_progress
 from autograd_lint.findings import Finding
 from autograd_lint.suppression import disabled_codes, noqa_codes
+from autograd_lint.selection import RuleFilter
 
 MAX_TEST_FILES = 2000  # call sites are also read from the project's tests/ (text filter first)
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])  # where `autograd_lint` is importable
-
-
-class Selection(Protocol):
-    def is_enabled(self, code: str) -> bool: ...
 
 
 @dataclass
@@ -96,7 +93,7 @@ class DynamicOutcome:
     summary: str
 
 
-def run_dynamic(results: list, selection_for: Callable[[str], Selection], options: DynamicOptions,
+def run_dynamic(results: list, selection_for: Callable[[str], RuleFilter], options: DynamicOptions,
                 linted_files: Iterable[str]) -> DynamicOutcome:
     modules = [result for result in results if result.function_classes and not _unparsable(result)]
     call_site_files = _call_site_files(linted_files, options.root)
@@ -264,7 +261,7 @@ def _read_answer(path: str, result_path: str) -> ModuleAnswer:
     return answer
 
 
-def _outcome(results: list, answers: dict[str, ModuleAnswer], selection_for: Callable[[str], Selection]) -> DynamicOutcome:
+def _outcome(results: list, answers: dict[str, ModuleAnswer], selection_for: Callable[[str], RuleFilter]) -> DynamicOutcome:
     updated, functions, warnings = [], [], []
     for result in results:
         answer = answers.get(result.path)
@@ -291,7 +288,7 @@ def _confirmed(finding: Finding, index: int, answer: Optional[ModuleAnswer], res
     return replace(finding, confirmation="unverified", evidence=answer.failure or "not checked")
 
 
-def _runtime_findings(path: str, answer: ModuleAnswer, selection: Selection) -> list[RuntimeResult]:
+def _runtime_findings(path: str, answer: ModuleAnswer, selection: RuleFilter) -> list[RuntimeResult]:
     lines = _lines(path)
     found = []
     for entry in answer.classes:

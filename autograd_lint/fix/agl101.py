@@ -17,7 +17,7 @@ import libcst as cst
 
 from autograd_lint.analysis.input_evidence import judge_parameter
 from autograd_lint.analysis.syntax import is_none
-from autograd_lint.analysis.tensorness import T
+from autograd_lint.analysis.tensorness import Tensorness
 from autograd_lint.fix.context import FixContext
 from autograd_lint.fix.edits import Fix, append_items, comma
 from autograd_lint.findings import Finding
@@ -37,11 +37,11 @@ def fix(context: FixContext, finding: Finding) -> Optional[Fix]:
     inputs = model.inputs
     if values is None or not 0 < len(values) < len(inputs):
         return None
-    tensorness = [model.input_tensorness.get(p.name, T.UNKNOWN) for p in inputs]
-    if any(value is not None and tensorness[i] is T.NOT_TENSOR for i, value in enumerate(values)):
+    tensorness = [model.input_tensorness.get(p.name, Tensorness.UNKNOWN) for p in inputs]
+    if any(value is not None and tensorness[i] is Tensorness.NOT_TENSOR for i, value in enumerate(values)):
         return None
     missing = tensorness[len(values):]
-    if T.TENSOR in missing:
+    if Tensorness.TENSOR in missing:
         return None
     # Safe only on what the annotation, default or use says, not on the parameter's name.
     certain = [_without_name_evidence(model, p) for p in inputs[len(values):]]
@@ -49,7 +49,7 @@ def fix(context: FixContext, finding: Finding) -> Optional[Fix]:
     if node is None:
         return None
     new_value = _with_nones(node.value, len(missing))
-    return Fix("AGL101", safe=all(t is T.NOT_TENSOR for t in certain),
+    return Fix("AGL101", safe=all(t is Tensorness.NOT_TENSOR for t in certain),
                edits={node: node.with_changes(value=new_value, whitespace_after_return=cst.SimpleWhitespace(" "))})
 
 
@@ -81,6 +81,6 @@ def _separated(elements: list[cst.Element]) -> list[cst.Element]:
     return [e.with_changes(comma=comma()) for e in elements[:-1]] + elements[-1:]
 
 
-def _without_name_evidence(model, param) -> T:
+def _without_name_evidence(model, param) -> Tensorness:
     return judge_parameter(param.name, param.annotation, param.default, model.input_uses[param.name],
                            is_first=False, by_name=False, passed=model.passed_literals(param.name))

@@ -26,7 +26,7 @@ import libcst as cst
 
 from autograd_lint.analysis.input_evidence import judge_parameter
 from autograd_lint.analysis.syntax import has_star_arg, is_none
-from autograd_lint.analysis.tensorness import T
+from autograd_lint.analysis.tensorness import Tensorness
 from autograd_lint.fix import saved
 from autograd_lint.fix.context import FixContext
 from autograd_lint.fix.edits import Fix, insert_after, insert_before, parse_statement, without_element
@@ -92,7 +92,7 @@ def _flagged_index(model, save) -> Optional[int]:
                                       is_first=False, by_name=False, passed=model.passed_literals(param.name))
         else:
             verdict = judge(value)
-        if verdict is T.NOT_TENSOR:
+        if verdict is Tensorness.NOT_TENSOR:
             return index
     return None
 

@@ -11,7 +11,7 @@ from autograd_lint.analysis.flow import enumerate_paths
 # Re-exported: the rules import it from here.
 from autograd_lint.analysis.non_differentiable import all_outputs_non_differentiable  # noqa: F401
 from autograd_lint.analysis.syntax import is_none, last_name
-from autograd_lint.analysis.tensorness import T, TensorJudge
+from autograd_lint.analysis.tensorness import Tensorness, TensorJudge
 
 _ZERO_FACTORIES = frozenset({"zeros", "zeros_like", "new_zeros"})
 
@@ -41,7 +41,7 @@ def returned_values(value: Optional[cst.BaseExpression], judge: TensorJudge) -> 
     if isinstance(value, (cst.List, cst.ListComp, cst.Integer, cst.Float, cst.SimpleString,
                           cst.UnaryOperation, cst.Comparison)):
         return [value]
-    if isinstance(value, (cst.BinaryOperation, cst.Name)) and judge(value) is T.TENSOR:
+    if isinstance(value, (cst.BinaryOperation, cst.Name)) and judge(value) is Tensorness.TENSOR:
         return [value]  # `grad_out * 2`, or a name that is certainly one tensor (not a tuple)
     return None
 

@@ -10,7 +10,7 @@ import libcst as cst
 
 from autograd_lint.analysis.class_model import CtxAttributeSet, FunctionModel
 from autograd_lint.analysis.provenance import Origin, Reads
-from autograd_lint.analysis.tensorness import T
+from autograd_lint.analysis.tensorness import Tensorness
 
 
 @dataclass
@@ -33,7 +33,7 @@ def ctx_tensors(model: FunctionModel) -> Iterator[CtxTensor]:
     for attr_set in model.ctx_attribute_sets:
         if attr_set.method.inherited or attr_set.value is None:
             continue
-        if model.judge(attr_set.method)(attr_set.value) is not T.TENSOR:
+        if model.judge(attr_set.method)(attr_set.value) is not Tensorness.TENSOR:
             continue
         if provenance.is_saved(attr_set.method, attr_set.value):
             continue
@@ -61,7 +61,7 @@ def _harm(model: FunctionModel, attr_set: CtxAttributeSet) -> Optional[str]:
     if provenance.input_gets_gradient(origin.position):
         why = "which receives a gradient"
     elif (provenance.backward_reads(attr_set.attr) is Reads.VALUES and not provenance.is_index_tensor(origin.position)
-          and model.certain_input_tensorness.get(name) is T.TENSOR):
+          and model.certain_input_tensorness.get(name) is Tensorness.TENSOR):
         # No gradient proves it a tensor here, so a guess (forward's first input, a name) is not
         # enough for an error: dgl's `gidx` graph objects are first inputs handed to kernels.
         why = "whose values backward reads"

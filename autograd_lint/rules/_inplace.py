@@ -21,7 +21,7 @@ from autograd_lint.analysis.class_model import (
 from autograd_lint.analysis.flow import AliasTracker, InplaceWrite
 from autograd_lint.analysis.provenance import UNKNOWN, Origin, Provenance
 from autograd_lint.analysis.syntax import constant_index, is_ctx_attr
-from autograd_lint.analysis.tensorness import T
+from autograd_lint.analysis.tensorness import Tensorness
 
 
 def grad_output_writes(model: FunctionModel, backward: Method) -> list[InplaceWrite]:
@@ -46,7 +46,7 @@ def _saved_tensor_tracker(model: FunctionModel, tracked: set[str], ctx_names: fr
     def is_source(node) -> bool:
         return any(is_ctx_attr(node, ctx_names, a) for a in SAVED_TENSORS) or any(
             is_ctx_attr(node, ctx_names, a) for a in tensor_attrs
-        ) or model.ctx_element(node, ctx_names) is T.TENSOR  # ctx.tensors[1]
+        ) or model.ctx_element(node, ctx_names) is Tensorness.TENSOR  # ctx.tensors[1]
 
     def unpacks_sources(node) -> Union[bool, list[bool]]:
         if is_source(node):
@@ -55,7 +55,7 @@ def _saved_tensor_tracker(model: FunctionModel, tracked: set[str], ctx_names: fr
         if container is None or container[0] is None:
             return False
         length, elements = container  # `a, b = ctx.cache`: the names forward stored a tensor at
-        return [elements.get(i) is T.TENSOR for i in range(length)]
+        return [elements.get(i) is Tensorness.TENSOR for i in range(length)]
 
     return AliasTracker(tracked, is_source, unpacks_sources, model.qualify, helper_writes, known_truth)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from autograd_lint.analysis.module import ModuleAnalysis
-from autograd_lint.analysis.tensorness import T
+from autograd_lint.analysis.tensorness import Tensorness
 from autograd_lint.findings import Finding
 from autograd_lint.rules._common import all_outputs_non_differentiable, is_stub
 
@@ -14,7 +14,7 @@ CODE = "AGL107"
 
 def check(module: ModuleAnalysis) -> Iterator[Finding]:
     for model in module.classes:
-        if model.inputs is None or T.TENSOR not in model.input_tensorness.values():
+        if model.inputs is None or Tensorness.TENSOR not in model.input_tensorness.values():
             continue
         # No output needs a gradient: PyTorch never calls backward/vjp, so a stub is harmless.
         never_called = ("backward", "vjp") if all_outputs_non_differentiable(model) else ()

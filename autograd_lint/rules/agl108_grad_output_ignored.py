@@ -9,7 +9,7 @@ import libcst as cst
 from autograd_lint.analysis.flow import enumerate_paths
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.analysis.syntax import names_read
-from autograd_lint.analysis.tensorness import T
+from autograd_lint.analysis.tensorness import Tensorness
 from autograd_lint.findings import Finding
 from autograd_lint.rules._common import is_zero_gradient, returned_values
 
@@ -43,11 +43,11 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
             if not seen or any(seen):
                 continue
             values = returned_values(ret.value, judge)
-            if values is None and ret.value is not None and judge(ret.value) is T.TENSOR:
+            if values is None and ret.value is not None and judge(ret.value) is Tensorness.TENSOR:
                 values = [ret.value]  # `return ctx.grad`: one tensor, whatever its count
             # A gradient is a value it knows to be a tensor: one from a side channel
             # (`ctx.portal.use_grad()`, fairscale's pipeline) cannot be judged, and stays silent.
-            if values and any(v is not None and not is_zero_gradient(v, judge) and judge(v) is T.TENSOR
+            if values and any(v is not None and not is_zero_gradient(v, judge) and judge(v) is Tensorness.TENSOR
                               for v in values):
                 if not model.provenance.outputs_read_input_values():
                     break  # forward's outputs are constant in its inputs: any gradient is made up on purpose

@@ -9,7 +9,7 @@ import libcst as cst
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.analysis.syntax import is_none
 from autograd_lint.analysis.input_evidence import judge_parameter
-from autograd_lint.analysis.tensorness import T
+from autograd_lint.analysis.tensorness import Tensorness
 from autograd_lint.findings import Finding
 
 CODE = "AGL202"
@@ -34,7 +34,7 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
                                               passed=model.passed_literals(param.name))
                 else:
                     verdict = judge(value)
-                if verdict is T.NOT_TENSOR:
+                if verdict is Tensorness.NOT_TENSOR:
                     shown = cst.Module([]).code_for_node(value)
                     yield module.at(
                         CODE, model, save.method, save.call,

@@ -8,7 +8,7 @@ import libcst as cst
 
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.analysis.syntax import is_ctx_attr
-from autograd_lint.analysis.tensorness import T
+from autograd_lint.analysis.tensorness import Tensorness
 from autograd_lint.findings import Finding
 from autograd_lint.rules._inplace import input_writes
 
@@ -24,7 +24,7 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
         if dirty is None:
             continue  # mark_dirty with something we cannot read: trust it
         # Only inputs known to be tensors: `n += 1` on a plain number is no in-place write.
-        tensors = {name for name, verdict in model.input_tensorness.items() if verdict is T.TENSOR}
+        tensors = {name for name, verdict in model.input_tensorness.items() if verdict is Tensorness.TENSOR}
         # An input backward never returns a gradient for is a buffer forward fills (running
         # statistics, an output buffer): autograd differentiates nothing through it here, and any
         # other op that saved it still raises on its version counter, so nothing is silent.

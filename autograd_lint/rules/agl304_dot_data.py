@@ -20,7 +20,7 @@ from autograd_lint.analysis.class_model import FunctionModel, Method, bind_argum
 from autograd_lint.analysis.flow import NOT_VALUE_WRITES, VIEW_METHODS, _is_basic_index
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.analysis.non_differentiable import extension_module
-from autograd_lint.analysis.tensorness import T
+from autograd_lint.analysis.tensorness import Tensorness
 from autograd_lint.findings import Finding
 
 CODE = "AGL304"
@@ -38,7 +38,7 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
             judge = model.judge(method)
             lines: set[int] = set()
             for node, how in _data_writes(method):
-                if judge(node.value) is not T.TENSOR:
+                if judge(node.value) is not Tensorness.TENSOR:
                     continue
                 finding = module.at(
                     CODE, model, method, node,
@@ -89,7 +89,7 @@ def flagged_reads(model: FunctionModel, method: Method) -> list[cst.Attribute]:
     writes = {id(node) for node, _ in _data_writes(method)}
     result = []
     for node in method.nodes_of(cst.Attribute):
-        if node.attr.value != "data" or id(node) in writes or judge(node.value) is not T.TENSOR:
+        if node.attr.value != "data" or id(node) in writes or judge(node.value) is not Tensorness.TENSOR:
             continue
         if silent is not None and id(node) in silent:
             continue
@@ -111,7 +111,7 @@ def _helper_data_writes(model: FunctionModel, method: Method) -> Iterator[tuple[
         bound = bind_arguments(helper, call) if helper is not None else None
         if not bound:
             continue
-        tensors = {param for param, argument in bound.items() if judge(argument) is T.TENSOR}
+        tensors = {param for param, argument in bound.items() if judge(argument) is Tensorness.TENSOR}
         for node, how in _data_writes(helper):
             receiver = node.value
             while isinstance(receiver, cst.Subscript) or (

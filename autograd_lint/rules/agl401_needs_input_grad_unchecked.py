@@ -9,7 +9,7 @@ import libcst as cst
 from autograd_lint.analysis.class_model import FunctionModel, Method
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.analysis.syntax import all_nodes, code_children, dotted, is_ctx_attr, last_name, names_read
-from autograd_lint.analysis.tensorness import T
+from autograd_lint.analysis.tensorness import Tensorness
 from autograd_lint.findings import Finding
 
 CODE = "AGL401"
@@ -26,7 +26,7 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
         backward = model.own("backward")
         if backward is None or model.inputs is None:
             continue
-        if sum(1 for v in model.input_tensorness.values() if v is T.TENSOR) < 2:
+        if sum(1 for v in model.input_tensorness.values() if v is Tensorness.TENSOR) < 2:
             continue
         if model.provenance.gradient_inputs() <= 1:
             continue  # backward runs only when that one input needs its gradient: nothing to skip
