@@ -178,7 +178,7 @@ class AliasTracker:
         # several), instead of every name `unpacks_sources` would give.
         self.unpacks_element = unpacks_element
         # (statement, call, aliases, tracker) -> the writes a helper called here makes into the
-        # tracked tensors passed to it (see rules/_inplace.py): analysed as part of this method.
+        # tracked tensors passed to it (see autograd_lint/rules/_inplace.py): analysed as part of this method.
         self.helper_writes = helper_writes
         # Names whose truth is known throughout (a helper's `inplace=False` argument): an `if` on
         # one runs only the branch it decides.

@@ -273,12 +273,24 @@ _STRUCTURE_AT_START = re.compile(r"[ \t]*(?:class|import|from)[ \t]")
 
 # gradcheck or `.apply`: literals, which the regex engine scans for fast.
 _GRADCHECK_OR_APPLY = re.compile(r"gradcheck|\.apply\b")
+# Up to this many names, each is searched for as a literal (the fast way for a few); beyond it,
+# every `name(` of the text is matched once.
+_LITERAL_SEARCHES = 16
+_NAME_CALL = re.compile(r"(?<![\w])([^\W\d]\w*)\s*\(")
 
 
 def _call_lines(text: str, names: Iterable[str] = (), apply_and_gradcheck: bool = True) -> set[int]:
     """Lines that may hold a call worth indexing: gradcheck, ``.apply``, a call of one of ``names``
     (a module's Function classes: a few, each searched for as a literal, the fast way)."""
     positions = [match.start() for match in _GRADCHECK_OR_APPLY.finditer(text)] if apply_and_gradcheck else []
+    names = list(names)
+    if len(names) > _LITERAL_SEARCHES:
+        # Many names (a generated file of thousands of classes): one scan for every call of a
+        # plain name, kept when the name is one of them, where a search per name would read the
+        # text once per class (quadratic).
+        wanted = frozenset(names)
+        positions.extend(match.start() for match in _NAME_CALL.finditer(text) if match.group(1) in wanted)
+        names = [name for name in names if not name.isidentifier()]  # dotted: searched as before
     for name in names:
         for match in re.finditer(re.escape(name) + r"\s*\(", text):
             start = match.start()

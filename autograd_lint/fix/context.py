@@ -20,12 +20,12 @@ from functools import cached_property
 from typing import Optional, TypeVar
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
+from libcst.metadata import MetadataWrapper, PositionProvider
 
 from autograd_lint.analysis.class_model import FunctionModel, Method
 from autograd_lint.analysis.module import ModuleAnalysis, analyse_module
 from autograd_lint.analysis.project import ProjectFacts
-from autograd_lint.analysis.syntax import source_lines
+from autograd_lint.analysis.syntax import code_children, source_lines
 from autograd_lint.findings import Finding
 
 NodeT = TypeVar("NodeT", bound=cst.CSTNode)
@@ -122,9 +122,19 @@ class FixContext:
         return exact[0] if exact else (candidates[0] if candidates else None)
 
     @cached_property
-    def parents(self):
-        # A second walk of the whole module: only the fixers that ask for a parent pay for it.
-        return self._wrapper.resolve(ParentNodeProvider)
+    def parents(self) -> dict[cst.CSTNode, cst.CSTNode]:
+        """Each code node's parent (tokens and whitespace, which no fixer asks about, left out).
+        Read from the nodes' fields: libcst's ParentNodeProvider visits and rebuilds every node
+        of the module, two thirds of the fix-availability pass on a file of many classes. Only
+        the fixers that ask for a parent pay for this walk."""
+        parents: dict[cst.CSTNode, cst.CSTNode] = {}
+        stack: list[cst.CSTNode] = [self.module]
+        while stack:
+            node = stack.pop()
+            for child in code_children(node):
+                parents[child] = node
+                stack.append(child)
+        return parents
 
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         return self.parents.get(node)
@@ -159,11 +169,20 @@ class FixContext:
         # The file alone: facts from other files only ever add findings, never fixes.
         return analyse_module(self.path, self.text, self.tree, ProjectFacts(), parsed=self.parsed_classes)
 
+    @cached_property
+    def _models_by_name(self) -> dict[str, list[FunctionModel]]:
+        # Asked for every finding: a scan of all the classes each time made a file of many
+        # classes cost quadratic time.
+        by_name: dict[str, list[FunctionModel]] = {}
+        for model in self.analysis.classes if self.analysis is not None else ():
+            by_name.setdefault(model.name, []).append(model)
+        return by_name
+
     def model(self, finding: Finding) -> Optional[FunctionModel]:
         """The Function class the finding is in (by name, and by the lines it spans)."""
         if self.analysis is None or finding.function_class is None:
             return None
-        for model in self.analysis.classes:
+        for model in self._models_by_name.get(finding.function_class, ()):
             node = model.info.node
             if model.name == finding.function_class and node.lineno <= finding.line <= (node.end_lineno or 0):
                 return model
