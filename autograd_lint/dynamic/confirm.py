@@ -19,8 +19,8 @@ CONFIRMATIONS = ("confirmed", "not-reproduced", "unverified")
 CONFIRMABLE_CODES: frozenset[str] = frozenset({
     "AGL101", "AGL102", "AGL104", "AGL105", "AGL106", "AGL107", "AGL108",
     "AGL201", "AGL202", "AGL203", "AGL204", "AGL205", "AGL206", "AGL207",
-    "AGL301", "AGL302", "AGL303", "AGL304", "AGL305",
-    "AGL401", "AGL402",
+    "AGL301", "AGL302", "AGL303", "AGL304", "AGL305", "AGL306",
+    "AGL401", "AGL402", "AGL601", "AGL602",
 })
 
 

@@ -27,10 +27,15 @@ from autograd_lint.rules import (
     agl303_inplace_input_no_mark_dirty,
     agl304_dot_data,
     agl305_backward_not_differentiable,
+    agl306_undefined_grad_arithmetic,
     agl401_needs_input_grad_unchecked,
     agl402_factory_without_dtype_device,
     agl501_gradcheck_float32,
     agl502_function_not_gradchecked,
+    agl601_vmap_rule_conflict,
+    agl602_jvp_without_save_for_forward,
+    agl603_autocast_decorator_mismatch,
+    agl604_deprecated_amp_decorator,
 )
 
 _MODULES = [
@@ -43,6 +48,8 @@ _MODULES = [
     agl302_inplace_saved_tensor, agl303_inplace_input_no_mark_dirty, agl304_dot_data,
     agl305_backward_not_differentiable, agl401_needs_input_grad_unchecked,
     agl402_factory_without_dtype_device, agl501_gradcheck_float32, agl502_function_not_gradchecked,
+    agl306_undefined_grad_arithmetic, agl601_vmap_rule_conflict, agl602_jvp_without_save_for_forward,
+    agl603_autocast_decorator_mismatch, agl604_deprecated_amp_decorator,
 ]
 
 RULE_CHECKS: dict[str, Callable[..., Iterable]] = {m.CODE: m.check for m in _MODULES}

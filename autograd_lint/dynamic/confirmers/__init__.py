@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from autograd_lint.dynamic.confirmers import backward_values, calling, ctx_state, double_backward, inplace
+from autograd_lint.dynamic.confirmers import (
+    backward_values, calling, ctx_state, double_backward, inplace, transforms,
+)
 from autograd_lint.dynamic.confirmers.probe import Result, Subject
 
 CONFIRMERS: dict[str, Callable[[Subject], Result]] = {
@@ -33,6 +35,9 @@ CONFIRMERS: dict[str, Callable[[Subject], Result]] = {
     "AGL303": inplace.inplace_input_no_mark_dirty,
     "AGL304": inplace.dot_data,
     "AGL305": double_backward.backward_not_differentiable,
+    "AGL306": transforms.undefined_grad_arithmetic,
     "AGL401": backward_values.needs_input_grad_unchecked,
     "AGL402": backward_values.factory_without_dtype_device,
+    "AGL601": transforms.vmap_rule_conflict,
+    "AGL602": transforms.jvp_without_save_for_forward,
 }

@@ -1,0 +1,84 @@
+"""torch.func and undefined gradients: vmap (AGL601), forward-mode AD (AGL602), gradients left
+None by ``set_materialize_grads(False)`` (AGL306)."""
+
+from __future__ import annotations
+
+import torch
+
+from autograd_lint.dynamic.confirmers.probe import (
+    Result, Subject, Unverifiable, apply, confirmed, describe_error, fresh_inputs,
+    not_reproduced, output_grads, patched,
+)
+
+_VMAP_CONFLICT = "generate_vmap_rule=True and an overridden vmap"
+
+
+def vmap_rule_conflict(subject: Subject) -> Result:
+    """AGL601: ``torch.func.vmap`` over the Function raises PyTorch's RuntimeError naming both rules."""
+    inputs = fresh_inputs(subject)
+    # A batch of two along a new first dimension of every tensor input; other values unbatched.
+    batched = tuple(torch.stack([value, value]) if isinstance(value, torch.Tensor) else value for value in inputs)
+    in_dims = tuple(0 if isinstance(value, torch.Tensor) else None for value in inputs)
+    try:
+        torch.func.vmap(subject.function_class.apply, in_dims=in_dims)(*batched)
+    except Exception as error:  # noqa: BLE001 - the user's code can raise anything
+        if _VMAP_CONFLICT in str(error):
+            return confirmed(f"torch.func.vmap over {subject.name} raised {describe_error(error)}")
+        raise Unverifiable(f"torch.func.vmap over {subject.name} raised {describe_error(error)}") from error
+    return not_reproduced(f"torch.func.vmap over {subject.name} ran: the class does not have both rules at runtime")
+
+
+def jvp_without_save_for_forward(subject: Subject) -> Result:
+    """AGL602: ``torch.func.jvp`` raises inside the class's jvp, and ``ctx.saved_tensors`` is
+    empty there."""
+    inputs = fresh_inputs(subject)
+    tensors = [i for i, value in enumerate(inputs) if isinstance(value, torch.Tensor) and value.is_floating_point()]
+    if not tensors:
+        raise Unverifiable("no floating-point tensor input to give a tangent to")
+    seen: list[int] = []
+    original = subject.function_class.jvp
+
+    def spy(ctx, *tangents):
+        seen.append(len(ctx.saved_tensors))
+        return original(ctx, *tangents)
+
+    def function(*primals):
+        arguments = list(inputs)
+        for index, primal in zip(tensors, primals):
+            arguments[index] = primal
+        return subject.function_class.apply(*arguments)
+
+    primals = tuple(inputs[i].detach() for i in tensors)
+    tangents = tuple(torch.ones_like(p) for p in primals)
+    with patched(subject.function_class, "jvp", staticmethod(spy)):
+        try:
+            torch.func.jvp(function, primals, tangents)
+        except Exception as error:  # noqa: BLE001
+            if seen and seen[0] == 0:
+                return confirmed(f"torch.func.jvp over {subject.name} raised {describe_error(error)}: "
+                                 "ctx.saved_tensors was () in jvp")
+            raise Unverifiable(f"torch.func.jvp over {subject.name} raised {describe_error(error)}") from error
+    if seen and seen[0] == 0:
+        return confirmed(f"ctx.saved_tensors was () in {subject.name}.jvp under torch.func.jvp")
+    return not_reproduced(f"torch.func.jvp over {subject.name} ran, with {seen[0] if seen else 0} saved tensor(s) "
+                          "in jvp")
+
+
+def undefined_grad_arithmetic(subject: Subject) -> Result:
+    """AGL306: a backward through the engine from one output alone (the others unused, as a
+    caller who drops them) raises TypeError: with ``set_materialize_grads(False)`` the unused
+    outputs' gradients reach backward as None."""
+    outputs = [i for i, value in enumerate(apply(subject).outputs)
+               if isinstance(value, torch.Tensor) and value.requires_grad]
+    if len(outputs) < 2:
+        raise Unverifiable("fewer than two outputs require grad: no output's gradient can be left undefined")
+    for index in outputs:
+        applied = apply(subject)
+        output = applied.outputs[index]
+        try:
+            torch.autograd.backward([output], [output_grads(applied)[index]])
+        except TypeError as error:
+            return confirmed(f"backward from output {index} alone (the others unused) raised {describe_error(error)}")
+        except Exception as error:  # noqa: BLE001 - the user's backward can raise anything
+            raise Unverifiable(f"backward from output {index} alone raised {describe_error(error)}") from error
+    return not_reproduced(f"backward ran from each of the {len(outputs)} outputs alone")
