@@ -25,6 +25,7 @@ from autograd_lint.fix.options import add_arguments as add_fix_arguments
 from autograd_lint.fix.options import hint_lines
 from autograd_lint.report import FORMATS, LintRun, statistics
 from autograd_lint.report.text import summary_line
+from autograd_lint.rule_list import write_rule_list
 from autograd_lint.selection import (
     RulesPerFile,
     EnabledRules,
@@ -65,9 +66,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (UsageError, ConfigError, SelectorError, ExplainError) as error:
         _error(str(error))
         return EXIT_ERROR
-    except BrokenPipeError:
-        # `autograd-lint src | head`: the reader has gone; stop quietly like other tools.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except BrokenPipeError:  # a closed pipe outside the report (the report's is handled there)
+        _discard_stdout()
         return EXIT_ERROR
     except KeyboardInterrupt:
         _error("interrupted")
@@ -90,15 +90,20 @@ def _main(argv: list[str]) -> int:
     if args.explain is not None:
         explain(args.explain, sys.stdout)
         return EXIT_CLEAN
-    if args.statistics and args.format != "text":
-        raise UsageError(f"--statistics prints a text table; it cannot be combined with --format {args.format}")
+    if args.list_rules:
+        write_rule_list(sys.stdout, args.format)
+        return EXIT_CLEAN
+    if args.statistics and args.format not in ("text", "json"):
+        raise UsageError(f"--statistics prints a text table or JSON; it cannot be combined with --format {args.format}")
 
     start = time.perf_counter()
     paths = args.paths or ["."]
+    # A missing path is reported and the others are linted; the run then exits 2 (as ruff does).
     missing = missing_paths(paths)
     for path in missing:
         _error(f"{path}: no such file or directory")
-    if missing:
+    paths = [path for path in paths if path not in missing]
+    if not paths:
         return EXIT_ERROR
     config = _load_config(args, paths[0])
     selection = EnabledRules.from_layers([config.selector_layer(), _cli_layer(args)])
@@ -147,7 +152,7 @@ def _main(argv: list[str]) -> int:
     if dynamic_summary and not args.quiet:
         print(dynamic_summary, file=sys.stderr)
 
-    if internal_errors:
+    if internal_errors or missing:
         return EXIT_ERROR
     return EXIT_FINDINGS if run.findings and not args.exit_zero else EXIT_CLEAN
 
@@ -166,6 +171,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="files or directories to lint (default: .)")
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     parser.add_argument("--explain", metavar="CODE", help="print the page of a rule and exit")
+    parser.add_argument("--list-rules", action="store_true",
+                        help="list every rule (code, name, severity, default, fix) and exit; "
+                        "with --format json, as JSON")
     parser.add_argument("--config", metavar="FILE", type=Path,
                         help="settings file (default: nearest pyproject.toml with "
                         "[tool.autograd-lint], upward from the first PATH)")
@@ -190,7 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "pre-commit and editors, which pass every file by name)")
     files.add_argument("--max-file-size", metavar="BYTES", type=_positive_int,
                        help=f"report larger files as AGL000 without reading them "
-                       f"(default: {DEFAULT_MAX_FILE_SIZE} = 5 MB)")
+                       f"(default: {DEFAULT_MAX_FILE_SIZE} = 5 MiB)")
     files.add_argument("--jobs", "-j", metavar="N", type=_jobs, default="auto",
                        help="worker processes (default: auto = one per core; a small run stays "
                        "in one process)")
@@ -205,7 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="text (flake8-compatible, default), json, sarif (GitHub code scanning) "
                         "or github (workflow annotations)")
     output.add_argument("--statistics", action="store_true",
-                        help="print the number of findings per code instead of the findings")
+                        help="print the number of findings per code instead of the findings "
+                        "(with --format json, as a JSON list)")
     colour = output.add_mutually_exclusive_group()
     colour.add_argument("--color", dest="color", action="store_const", const=True,
                         help="always colour the text output")
@@ -298,12 +307,27 @@ def _cache_dir(args: argparse.Namespace, config: Config) -> Optional[str]:
 
 
 def _write_report(run: LintRun, args: argparse.Namespace, out: TextIO) -> None:
+    """The report on ``out``. A reader that has gone (`autograd-lint src | head -2`) ends it
+    quietly: the run still exits with the status its findings give, as ruff and flake8 do."""
     color = _use_color(args.color, out)
-    if args.statistics:
-        statistics.write(run, out, color)
-    else:
-        FORMATS[args.format](run, out, color)
-    out.flush()  # surface a closed pipe here, inside main's handler
+    try:
+        if args.statistics:
+            statistics.write(run, out, color, as_json=args.format == "json")
+        else:
+            FORMATS[args.format](run, out, color)
+        out.flush()  # surface a closed pipe here
+    except BrokenPipeError:
+        if out is sys.stdout:
+            _discard_stdout()
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null, so that nothing more (the interpreter's own final flush
+    included) writes into the closed pipe."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a file descriptor (a test's StringIO)
+        pass
 
 
 def _use_color(choice: Optional[bool], out: TextIO) -> bool:

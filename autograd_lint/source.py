@@ -17,8 +17,9 @@ import tokenize
 from typing import Optional
 
 # Hand-written modules stay far below this; the files above it are generated tables or vendored
-# blobs, where a parse would cost seconds and no Function class is expected. 5 MB still admits
-# the largest hand-written modules in PyTorch itself (~1 MB).
+# blobs, where a parse would cost seconds and no Function class is expected. 5 MiB still admits
+# the largest hand-written modules in PyTorch itself (~1 MiB). Sizes are said in MiB everywhere
+# (1 MiB = 1,048,576 bytes), the unit of the limit itself.
 DEFAULT_MAX_FILE_SIZE = 5 * 1024 * 1024
 
 
@@ -37,9 +38,9 @@ def is_binary(data: bytes) -> bool:
 
 def format_size(n_bytes: int) -> str:
     if n_bytes >= 1024 * 1024:
-        return f"{n_bytes / (1024 * 1024):.1f} MB"
+        return f"{n_bytes / (1024 * 1024):.1f} MiB"
     if n_bytes >= 1024:
-        return f"{n_bytes / 1024:.1f} KB"
+        return f"{n_bytes / 1024:.1f} KiB"
     return f"{n_bytes} byte{'' if n_bytes == 1 else 's'}"
 
 

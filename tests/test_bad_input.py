@@ -76,7 +76,7 @@ def test_binary_file(tmp_path):
 def test_file_over_the_size_limit(tmp_path):
     path = write(tmp_path / "big.py", "x = 1\n" * 1000)
     assert error_of(path, max_bytes=100) == (
-        "file is 5.9 KB, over the 100 bytes limit; raise it with --max-file-size "
+        "file is 5.9 KiB, over the 100 bytes limit; raise it with --max-file-size "
         "or max-file-size in [tool.autograd-lint]")
     assert read_source(str(path), max_bytes=None).count("\n") == 1000
 
@@ -86,7 +86,7 @@ def test_default_size_limit_is_5_mb(tmp_path):
     huge = tmp_path / "huge.py"
     with open(huge, "wb") as handle:  # sparse: no 6 MB actually written
         handle.truncate(6 * 1024 * 1024)
-    assert error_of(huge).startswith("file is 6.0 MB, over the 5.0 MB limit")
+    assert error_of(huge).startswith("file is 6.0 MiB, over the 5.0 MiB limit")
 
 
 def test_directory_missing_file_and_broken_symlink(tmp_path):
@@ -172,7 +172,7 @@ def test_huge_file_is_reported_without_being_read(cli, tmp_path):
     result = cli("huge.py")
     assert_no_traceback(result)
     assert result.returncode == 1
-    assert result.stdout.startswith("huge.py:1:1: AGL000 file is 64.0 MB, over the 5.0 MB limit")
+    assert result.stdout.startswith("huge.py:1:1: AGL000 file is 64.0 MiB, over the 5.0 MiB limit")
 
 
 @pytest.mark.skipif(RUNNING_AS_ROOT, reason="root can read a chmod 000 file")

@@ -113,12 +113,13 @@ def test_clean_file_exits_0_with_nothing_on_stdout(cli, tmp_path):
     assert "All checks passed (1 file checked)." in result.stderr
 
 
-def test_missing_path_is_a_one_line_usage_error(cli, tmp_path):
+def test_missing_path_is_one_error_line_and_the_rest_is_linted(cli, tmp_path):
     write(tmp_path / "ok.py")
     result = cli("ok.py", "nope.py")
     assert result.returncode == 2
     assert result.stdout == ""
-    assert result.stderr == "autograd-lint: error: nope.py: no such file or directory\n"
+    assert result.stderr.startswith("autograd-lint: error: nope.py: no such file or directory\n")
+    assert "All checks passed (1 file checked)." in result.stderr
 
 
 def test_unknown_selector_is_a_usage_error(cli, tmp_path):
@@ -135,7 +136,7 @@ def test_unknown_selector_is_a_usage_error(cli, tmp_path):
     ["--jobs", "many", "."],
     ["--color", "--no-color", "."],
     ["--bogus"],
-    ["--statistics", "--format", "json", "."],
+    ["--statistics", "--format", "sarif", "."],
 ])
 def test_bad_options_exit_2_without_traceback(cli, args):
     result = cli(*args)

@@ -70,7 +70,7 @@ def test_layers_command_line_over_config():
     config_layer = SelectorLayer(ignore=("AGL304",), extend_select=("AGL305",))
     assert enabled(config_layer) == DEFAULTS - {"AGL304"} | {"AGL305"}
     # A later select starts over: the config's ignore and extend-select no longer apply.
-    assert enabled(config_layer, SelectorLayer(select=("AGL3",))) == {"AGL301", "AGL302", "AGL303", "AGL304"}
+    assert enabled(config_layer, SelectorLayer(select=("AGL3",))) == {"AGL301", "AGL302", "AGL303", "AGL304", "AGL306"}
     # A later layer without select adjusts: extend-select re-enables what the config ignored.
     assert "AGL304" in enabled(config_layer, SelectorLayer(extend_select=("AGL304",)))
     assert "AGL201" not in enabled(config_layer, SelectorLayer(ignore=("AGL201",)))

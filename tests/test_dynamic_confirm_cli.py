@@ -49,9 +49,12 @@ EVIDENCE = {
     "AGL303": r"input 0 changed in place by forward without mark_dirty",
     "AGL304": r"version counter|gradgradcheck failed",
     "AGL305": r"gradgradcheck failed: GradcheckError",
+    "AGL306": r"backward with output [01] unused \(its gradient None\) raised TypeError: unsupported operand",
     "AGL401": r"ctx\.needs_input_grad\[0\] is False",
     "AGL402": r"float32 gradient for float64 input 0|changes with torch's default dtype|"
               r"index_add_\(\): self \(Float\) and source \(Double\) .* and ran with float64",
+    "AGL601": r"torch\.func\.vmap over Double raised RuntimeError: .*both generate_vmap_rule=True and an overridden vmap",
+    "AGL602": r"torch\.func\.jvp over Exp raised ValueError: not enough values to unpack .*saved_tensors was \(\) in jvp",
 }
 
 

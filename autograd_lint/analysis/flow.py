@@ -205,7 +205,7 @@ class AliasTracker:
             return self.tracked(node.value, aliases)
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in VIEW_METHODS:
             return self.tracked(node.func.value, aliases)
-        if isinstance(node, cst.Subscript) and _is_basic_index(node):
+        if isinstance(node, cst.Subscript) and is_basic_index(node):
             return self.tracked(node.value, aliases)
         return None
 
@@ -393,7 +393,7 @@ def _is_module_path(node, qualify) -> bool:
     return name is not None and qualify(name).startswith("torch")
 
 
-def _is_basic_index(node: cst.Subscript) -> bool:
+def is_basic_index(node: cst.Subscript) -> bool:
     """``x[0]``, ``x[:, 1:]``, ``x[..., None]``: indexing that returns a view (not a mask/gather)."""
     for element in node.slice:
         index = element.slice

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Iterable, Optional
 
 import libcst as cst
 
-from autograd_lint.analysis.flow import VIEW_METHODS, _is_basic_index
+from autograd_lint.analysis.flow import VIEW_METHODS, is_basic_index
 from autograd_lint.analysis.syntax import code_children, constant_index, dotted, is_ctx_attr, is_none, positional_args
 from autograd_lint.analysis.tensorness import NON_TENSOR_ATTRIBUTES, Tensorness
 
@@ -477,7 +477,7 @@ def _aliased(node: cst.BaseExpression, qualify) -> Optional[cst.BaseExpression]:
     """The tensor ``node`` is a view or alias of, or None when it is not one."""
     if isinstance(node, cst.Attribute) and node.attr.value in VIEW_METHODS:
         return node.value
-    if isinstance(node, cst.Subscript) and _is_basic_index(node):
+    if isinstance(node, cst.Subscript) and is_basic_index(node):
         return node.value
     if isinstance(node, cst.Call):
         func = node.func

@@ -31,7 +31,7 @@ from autograd_lint.fix import saved
 from autograd_lint.fix.context import FixContext
 from autograd_lint.fix.edits import Fix, insert_after, insert_before, parse_statement, without_element
 from autograd_lint.findings import Finding
-from autograd_lint.rules.agl202_save_non_tensor import _input_named
+from autograd_lint.rules.agl202_save_non_tensor import input_named
 
 
 def fix(context: FixContext, finding: Finding) -> Optional[Fix]:
@@ -86,7 +86,7 @@ def _flagged_index(model, save) -> Optional[int]:
     for index, value in enumerate(save.args):
         if is_none(value):
             continue
-        param = _input_named(model, save.method, value, inputs)
+        param = input_named(model, save.method, value, inputs)
         if param is not None:
             verdict = judge_parameter(param.name, param.annotation, param.default, model.input_uses[param.name],
                                       is_first=False, by_name=False, passed=model.passed_literals(param.name))

@@ -1,7 +1,7 @@
 """AGL501: build the gradcheck inputs in double precision (safe).
 
 ``torch.randn(3, requires_grad=True)`` gets ``dtype=torch.double``; ``x.float()`` becomes
-``x.double()``. The inputs are found as the rule finds them (``module_index``): in the gradcheck
+``x.double()``. The inputs are found as the rule finds them (``analysis.gradcheck_inputs``): in the gradcheck
 call itself, or through the one assignment of a name in the same function. gradcheck's verdict
 is then about the gradient, not float32 rounding. When the tensor is bound to a name that is
 used again outside the gradcheck call, the other uses would get float64 too: unsafe.
@@ -14,7 +14,7 @@ from typing import Optional
 
 import libcst as cst
 
-from autograd_lint.analysis.module_index import _is_factory, _is_float32_factory, _single_assignment
+from autograd_lint.analysis.gradcheck_inputs import is_factory, is_float32_factory, single_assignment
 from autograd_lint.analysis.syntax import dotted
 from autograd_lint.fix.context import FixContext
 from autograd_lint.fix.edits import Fix, append_items
@@ -32,17 +32,17 @@ def fix(context: FixContext, finding: Finding) -> Optional[Fix]:
         return None
     names_used_elsewhere = False
     if isinstance(inputs, ast.Name):
-        inputs = _single_assignment(scope, inputs.id, call) or inputs
+        inputs = single_assignment(scope, inputs.id, call) or inputs
     elements = inputs.elts if isinstance(inputs, (ast.Tuple, ast.List)) else [inputs]
     edits = {}
     for element in elements:
         if isinstance(element, ast.Name):
             name = element.id
-            element = _single_assignment(scope, name, call)
+            element = single_assignment(scope, name, call)
             if element is None:
                 continue
             names_used_elsewhere |= _loads(scope, name) > 1
-        if not _is_float32_factory(element):
+        if not is_float32_factory(element):
             continue
         fixed = _double(context, element)
         if fixed is None:
@@ -87,7 +87,7 @@ def _double(context: FixContext, node: ast.Call) -> Optional[dict]:
     if isinstance(func, ast.Attribute) and func.attr == "float" and not node.args:
         name = context.node_at(cst.Name, func.end_lineno, func.end_col_offset - len("float") + 1, byte_column=True)
         return {name: name.with_changes(value="double")} if name is not None and name.value == "float" else None
-    if not _is_factory(node):
+    if not is_factory(node):
         return None
     call = next((c for c in context.nodes_at(cst.Call, node.lineno, node.col_offset + 1, byte_column=True)
                  if dotted(c.func) == ast.unparse(func)), None)

@@ -26,7 +26,7 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
             for value in save.args:
                 if is_none(value):
                     continue
-                param = _input_named(model, save.method, value, inputs)
+                param = input_named(model, save.method, value, inputs)
                 if param is not None:
                     # Only what the input's annotation, default or use says; not its name.
                     verdict = judge_parameter(param.name, param.annotation, param.default, uses[param.name],
@@ -44,7 +44,7 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
                     break
 
 
-def _input_named(model, method, value, inputs):
+def input_named(model, method, value, inputs):
     """The forward input ``value`` names (in forward, or unpacked from ``inputs`` in setup_context)."""
     if not isinstance(value, cst.Name):
         return None

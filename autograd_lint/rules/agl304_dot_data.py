@@ -17,7 +17,7 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from autograd_lint.analysis.class_model import FunctionModel, Method, bind_arguments
-from autograd_lint.analysis.flow import NOT_VALUE_WRITES, VIEW_METHODS, _is_basic_index
+from autograd_lint.analysis.flow import NOT_VALUE_WRITES, VIEW_METHODS, is_basic_index
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.analysis.non_differentiable import extension_module
 from autograd_lint.analysis.tensorness import Tensorness
@@ -135,7 +135,7 @@ def _data_root(expression: cst.BaseExpression) -> Optional[cst.Attribute]:
         elif (isinstance(expression, cst.Call) and isinstance(expression.func, cst.Attribute)
               and expression.func.attr.value in VIEW_METHODS and expression.func.attr.value != "data"):
             expression = expression.func.value
-        elif isinstance(expression, cst.Subscript) and _is_basic_index(expression):
+        elif isinstance(expression, cst.Subscript) and is_basic_index(expression):
             expression = expression.value
         else:
             return None

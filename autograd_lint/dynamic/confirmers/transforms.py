@@ -3,6 +3,10 @@ None by ``set_materialize_grads(False)`` (AGL306)."""
 
 from __future__ import annotations
 
+import inspect
+import re
+from typing import Optional
+
 import torch
 
 from autograd_lint.dynamic.confirmers.probe import (
@@ -65,20 +69,36 @@ def jvp_without_save_for_forward(subject: Subject) -> Result:
 
 
 def undefined_grad_arithmetic(subject: Subject) -> Result:
-    """AGL306: a backward through the engine from one output alone (the others unused, as a
-    caller who drops them) raises TypeError: with ``set_materialize_grads(False)`` the unused
-    outputs' gradients reach backward as None."""
+    """AGL306: forward, then a real backward through the engine with one output left unused
+    (the gradient the finding names, else each in turn), as a caller who drops that output. With
+    ``set_materialize_grads(False)`` its gradient reaches backward as None: a TypeError confirms."""
     outputs = [i for i, value in enumerate(apply(subject).outputs)
                if isinstance(value, torch.Tensor) and value.requires_grad]
     if len(outputs) < 2:
         raise Unverifiable("fewer than two outputs require grad: no output's gradient can be left undefined")
-    for index in outputs:
+    named = _named_gradient_position(subject)
+    for unused in [named] if named in outputs else outputs:
         applied = apply(subject)
-        output = applied.outputs[index]
+        grads = output_grads(applied)
+        used = [i for i in outputs if i != unused]
         try:
-            torch.autograd.backward([output], [output_grads(applied)[index]])
+            torch.autograd.backward([applied.outputs[i] for i in used], [grads[i] for i in used])
         except TypeError as error:
-            return confirmed(f"backward from output {index} alone (the others unused) raised {describe_error(error)}")
+            return confirmed(f"backward with output {unused} unused (its gradient None) raised {describe_error(error)}")
         except Exception as error:  # noqa: BLE001 - the user's backward can raise anything
-            raise Unverifiable(f"backward from output {index} alone raised {describe_error(error)}") from error
-    return not_reproduced(f"backward ran from each of the {len(outputs)} outputs alone")
+            raise Unverifiable(f"backward with output {unused} unused raised {describe_error(error)}") from error
+    left = f"output {named}" if named in outputs else f"each of the {len(outputs)} outputs in turn"
+    return not_reproduced(f"backward ran with {left} unused")
+
+
+def _named_gradient_position(subject: Subject) -> Optional[int]:
+    """The output whose gradient parameter the finding names ("so grad_b is None ..."), by its
+    place among backward's parameters after ctx; None when that cannot be read."""
+    match = re.search(r"so (\w+) is None", subject.finding.get("message") or "")
+    if not match:
+        return None
+    try:
+        names = list(inspect.signature(subject.function_class.backward).parameters)[1:]
+    except (TypeError, ValueError):
+        return None
+    return names.index(match.group(1)) if match.group(1) in names else None

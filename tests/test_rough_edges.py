@@ -1,0 +1,76 @@
+"""Rough edges a new user hit, each with the behaviour of ruff and flake8: a closed pipe, a
+missing path among several, --statistics as JSON, the list of rules, one unit for sizes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import REPO_ROOT, run_cli
+
+BAD = (REPO_ROOT / "fixtures" / "AGL201" / "bad.py").read_text(encoding="utf-8")
+
+
+def test_a_closed_pipe_ends_the_run_quietly_with_the_findings_status(tmp_path: Path) -> None:
+    """`autograd-lint --format json . | head -2`: no message, and the status the findings give."""
+    for i in range(40):  # enough report to fill the pipe's buffer
+        (tmp_path / f"m{i}.py").write_text(BAD, encoding="utf-8")
+    environment = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    process = subprocess.Popen([sys.executable, "-m", "autograd_lint", "--format", "json", "--no-cache", "."],
+                               cwd=tmp_path, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdout.readline() and process.stdout.readline()
+    process.stdout.close()  # what `head -2` does
+    stderr = process.stderr.read().decode()
+    assert process.wait(timeout=120) == 1, stderr
+    assert "Traceback" not in stderr and "error" not in stderr.lower(), stderr
+
+
+def test_a_missing_path_is_reported_and_the_others_are_linted(tmp_path: Path) -> None:
+    (tmp_path / "ops.py").write_text(BAD, encoding="utf-8")
+    result = run_cli("--no-cache", "ops.py", "gone.py", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert "gone.py: no such file or directory" in result.stderr
+    assert "ops.py:15:9: AGL201" in result.stdout  # linted all the same
+    only_missing = run_cli("--no-cache", "gone.py", cwd=tmp_path)
+    assert only_missing.returncode == 2 and not only_missing.stdout
+
+
+def test_statistics_as_json(tmp_path: Path) -> None:
+    (tmp_path / "ops.py").write_text(BAD, encoding="utf-8")
+    result = run_cli("--no-cache", "--statistics", "--format", "json", "ops.py", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    (row,) = json.loads(result.stdout)
+    text = run_cli("--no-cache", "--statistics", "ops.py", cwd=tmp_path).stdout
+    assert text.split() == [str(row["count"]), "AGL201", "ctx-tensor-attribute"]
+    assert row["severity"] == "error" and 0 < row["fixable"] <= row["count"]
+    refused = run_cli("--no-cache", "--statistics", "--format", "sarif", "ops.py", cwd=tmp_path)
+    assert refused.returncode == 2 and "--statistics" in refused.stderr
+
+
+def test_every_rule_is_listed(tmp_path: Path) -> None:
+    from autograd_lint.catalogue import RULES
+
+    text = run_cli("--list-rules", cwd=tmp_path)
+    assert text.returncode == 0, text.stderr
+    assert [line.split()[0] for line in text.stdout.splitlines()] == list(RULES)
+    rows = json.loads(run_cli("--list-rules", "--format", "json", cwd=tmp_path).stdout)
+    assert [row["code"] for row in rows] == list(RULES)
+    agl101 = next(row for row in rows if row["code"] == "AGL101")
+    assert agl101["fixable"] is True and agl101["default"] is True and agl101["name"] == "backward-return-count"
+
+
+def test_one_unit_for_sizes_everywhere(tmp_path: Path) -> None:
+    """5,242,880 bytes is 5 MiB in the help, the README and the AGL000 page, and a file over the
+    limit is measured in the same unit."""
+    help_text = " ".join(run_cli("--help", cwd=tmp_path).stdout.split())
+    assert "5242880 = 5 MiB" in help_text
+    for document in (REPO_ROOT / "README.md", REPO_ROOT / "rules" / "AGL000.md"):
+        text = document.read_text(encoding="utf-8")
+        assert "5 MiB" in text and "5 MB" not in text, document
+    big = tmp_path / "big.py"
+    big.write_bytes(b"x = 1\n" * 1_000_000)  # 6,000,000 bytes
+    result = run_cli("--no-cache", "big.py", cwd=tmp_path)
+    assert "file is 5.7 MiB, over the 5.0 MiB limit" in result.stdout
