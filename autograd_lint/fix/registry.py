@@ -1,5 +1,10 @@
-"""Which codes have a fixer. A fixer is ``fix(context, finding) -> Fix | None``: None when it
-cannot be sure of a rewrite (then the finding stays, and ``fix_available`` is false)."""
+"""The fixer of each fixable code. A fixer is ``fix(context, finding) -> Fix | None``: None when
+it cannot be sure of a rewrite (then the finding stays, and ``fix_available`` is false).
+
+Which codes are fixable, and how safely, is the catalogue's ``fix``/``fix_safety``
+(``autograd_lint.catalogue``); this dict only says which function does it, as some codes share
+one (tests/test_catalogue.py keeps the two equal). Imports libcst: loaded only when a finding
+has a fixable code."""
 
 from __future__ import annotations
 

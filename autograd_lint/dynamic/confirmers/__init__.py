@@ -1,5 +1,9 @@
 """One confirmer per rule code: ``CONFIRMERS[code](subject) -> (confirmation, evidence)``.
 
+The codes are the catalogue's ``confirmable`` rows (``autograd_lint.catalogue``;
+tests/test_catalogue.py keeps the two equal); this dict says which function checks each, as the
+confirmers are grouped by what they run (calling, ctx state, in-place writes...).
+
 Each confirmer reads like the "How --dynamic confirms it" section of ``rules/<code>.md``. It may
 raise :class:`~autograd_lint.dynamic.confirmers.probe.Unverifiable` (its message is the
 evidence); ``autograd_lint.dynamic.confirm`` turns that, and any other exception, into
