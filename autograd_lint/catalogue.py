@@ -50,6 +50,14 @@ class RuleInfo:
     # The fixer looks outside the Function class of the finding (call sites, gradcheck inputs),
     # so its findings get the whole module's libcst tree rather than the class's (fix/context.py).
     fix_reads_whole_module: bool = False
+    # The module of ``autograd_lint.fix`` whose ``fix`` rewrites this code, when it is not the
+    # code's own (``fix/agl101.py`` for AGL101): set where several codes share one rewrite.
+    fixer: str = ""
+    # The runtime failures (--dynamic) that this rule's bug causes on the same class: once a
+    # finding is confirmed, they are merged into it rather than reported again
+    # (``dynamic/dedupe.py``). "AGL903:<kind>" names one kind of AGL903's problems ("count",
+    # "shape", "dtype", "device", "type"), as AGL903 reports several at once.
+    explains: tuple[str, ...] = ()
 
     @property
     def severity_text(self) -> str:
@@ -61,6 +69,17 @@ class RuleInfo:
         return bool(self.fix)
 
     @property
+    def fix_module(self) -> str:
+        """The fixer's module in ``autograd_lint.fix``: ``agl101`` for AGL101, unless ``fixer`` says."""
+        return self.fixer or self.code.lower()
+
+    @property
+    def python_name(self) -> str:
+        """The name as a Python identifier (``backward_return_count``): the rule module's name
+        after the code, and the name of the confirmer function in ``dynamic.confirmers``."""
+        return self.name.replace("-", "_")
+
+    @property
     def has_rule_module(self) -> bool:
         """Checked by a module of ``autograd_lint.rules`` (not AGL000, not the runtime codes)."""
         return self.static and self.code != PARSE_ERROR
@@ -68,7 +87,7 @@ class RuleInfo:
     @property
     def rule_module(self) -> str:
         """The rule module's name: ``agl101_backward_return_count`` for AGL101 backward-return-count."""
-        return f"{self.code.lower()}_{self.name.replace('-', '_')}"
+        return f"{self.code.lower()}_{self.python_name}"
 
 
 RULES: dict[str, RuleInfo] = {
@@ -77,12 +96,12 @@ RULES: dict[str, RuleInfo] = {
         RuleInfo("AGL000", "parse-error", "error", "the file could not be read or parsed"),
         RuleInfo("AGL101", "backward-return-count", "error",
                  "backward returns a different number of gradients than forward has inputs",
-                 confirmable=True,
+                 confirmable=True, explains=("AGL901", "AGL903:count"),
                  fix="append `None`s for missing non-tensor inputs",
                  fix_safety="safe; unsafe when an input may be a tensor"),
         RuleInfo("AGL102", "backward-grad-arg-count", "error",
                  "backward takes a different number of gradient parameters than forward returns outputs",
-                 confirmable=True),
+                 confirmable=True, explains=("AGL901",)),
         RuleInfo("AGL103", "missing-staticmethod", "warning",
                  "forward/backward/setup_context/jvp/vjp defined without @staticmethod",
                  fix="add `@staticmethod`",
@@ -100,10 +119,10 @@ RULES: dict[str, RuleInfo] = {
                  confirmable=True, confirmed_when_forward_raises=True),
         RuleInfo("AGL107", "stub-derivative", "warning",
                  "backward/jvp/vjp is a stub (pass, ..., docstring or return None)",
-                 confirmable=True),
+                 confirmable=True, explains=("AGL901",)),
         RuleInfo("AGL108", "grad-output-ignored", "error",
                  "backward returns a gradient without reading any gradient parameter",
-                 confirmable=True),
+                 confirmable=True, explains=("AGL901",)),
         RuleInfo("AGL201", "ctx-tensor-attribute", "error",
                  "forward's output, or an input that gets a gradient or whose values backward reads, "
                  "kept as a ctx attribute instead of with save_for_backward",
@@ -121,42 +140,42 @@ RULES: dict[str, RuleInfo] = {
                  confirmable=True, confirmed_when_forward_raises=True),
         RuleInfo("AGL204", "save-twice", "warning",
                  "save_for_backward called more than once on one path: only the last call is kept",
-                 confirmable=True),
+                 confirmable=True, explains=("AGL901",)),
         RuleInfo("AGL205", "saved-count-mismatch", "error",
                  "ctx.saved_tensors unpacked into a different number of names than were saved",
-                 confirmable=True),
+                 confirmable=True, explains=("AGL901",)),
         RuleInfo("AGL206", "ctx-attr-undefined", "error",
                  "backward reads a ctx attribute that forward/setup_context never sets",
-                 confirmable=True),
+                 confirmable=True, explains=("AGL901",)),
         RuleInfo("AGL207", "ctx-tensor-bypasses-hooks", "warning",
                  "another tensor kept as a ctx attribute: saved-tensor hooks and torch.func do not see it",
                  default_enabled=False,
                  confirmable=True,
                  fix="`ctx.x = x` -> `ctx.save_for_backward(x)`, "
                      "and `ctx.x` in backward -> `x` from `ctx.saved_tensors`",
-                 fix_safety="unsafe"),
+                 fix_safety="unsafe", fixer="agl201"),
         RuleInfo("AGL301", "inplace-grad-output", "error",
                  "in-place operation on a gradient parameter of backward",
-                 confirmable=True,
+                 confirmable=True, explains=("AGL902",),
                  fix="`g = g.clone()` before the first in-place write",
-                 fix_safety="safe"),
+                 fix_safety="safe", fixer="clone"),
         RuleInfo("AGL302", "inplace-saved-tensor", "error",
                  "in-place operation on a saved tensor inside backward",
-                 confirmable=True,
+                 confirmable=True, explains=("AGL901",),
                  fix="`g = g.clone()` before the first in-place write",
-                 fix_safety="safe"),
+                 fix_safety="safe", fixer="clone"),
         RuleInfo("AGL303", "inplace-input-no-mark-dirty", "error",
                  "in-place operation on a forward input without ctx.mark_dirty",
-                 confirmable=True),
+                 confirmable=True, explains=("AGL901",)),
         RuleInfo("AGL304", "dot-data", "warning",
                  "a write through .data (unseen by the version counter), or a .data read that breaks "
                  "double backward or detaches what backward reads", graded="error (write) / warning (read)",
-                 confirmable=True,
+                 confirmable=True, explains=("AGL902",),
                  fix="`.data` read -> `.detach()` (in `backward`: plain `x`, which keeps double backward)",
                  fix_safety="unsafe"),
         RuleInfo("AGL305", "backward-not-differentiable", "info",
                  "backward leaves autograd without @once_differentiable", default_enabled=False,
-                 confirmable=True),
+                 confirmable=True, explains=("AGL902",)),
         RuleInfo("AGL306", "undefined-grad-arithmetic", "error",
                  "with ctx.set_materialize_grads(False), backward computes with a gradient it never checks for None",
                  confirmable=True),
@@ -165,7 +184,7 @@ RULES: dict[str, RuleInfo] = {
                  confirmable=True),
         RuleInfo("AGL402", "factory-without-dtype-device", "warning",
                  "tensor factory in backward without dtype= or device=",
-                 confirmable=True,
+                 confirmable=True, explains=("AGL901", "AGL903:dtype", "AGL903:device"),
                  fix="`torch.zeros(...)` -> `grad.new_zeros(...)`, or `dtype=`/`device=` from the gradient",
                  fix_safety="safe"),
         RuleInfo("AGL501", "gradcheck-float32", "warning",
