@@ -60,8 +60,21 @@ def test_fix_flags_are_consistent():
     for code, info in RULES.items():
         if info.fixable:
             assert info.fix_safety.split(";")[0] in FIX_SAFETIES, f"{code}: fix_safety {info.fix_safety!r}"
+            assert (RULES_PACKAGE.parent / "fix" / f"{info.fix_module}.py").is_file(), code
         else:
-            assert not info.fix_safety and not info.fix_reads_whole_module, f"{code} has no fix"
+            assert not (info.fix_safety or info.fix_reads_whole_module or info.fixer), f"{code} has no fix"
+
+
+def test_explains_names_runtime_failures():
+    """``explains`` links a static rule to the runtime codes (or AGL903 kinds) it accounts for."""
+    from autograd_lint.dynamic.dedupe import AGL903_KINDS
+
+    runtime = {code for code, info in RULES.items() if not info.static}
+    for code, info in RULES.items():
+        for failure in info.explains:
+            failed, _, kind = failure.partition(":")
+            assert info.static and failed in runtime, f"{code}: {failure}"
+            assert (kind in AGL903_KINDS) if failed == "AGL903" else not kind, f"{code}: {failure}"
 
 
 def test_whole_module_and_project_wide_codes_come_from_the_catalogue():
