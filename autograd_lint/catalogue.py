@@ -1,13 +1,24 @@
-"""The rule catalogue: every code's name, severity and default selection.
+"""The rule catalogue: one row per code, the single source of every property of a rule.
 
 Codes are a public contract (see rules/ and the README): never renumber or reuse one.
 The analysis in ``autograd_lint.rules`` implements them; this module only describes them, so
-the CLI, the reporters and ``--explain`` can use it without loading any analysis code.
+the CLI, the reporters, ``--explain`` and the fixer's option parsing can use it without loading
+any analysis code. It imports nothing but the standard library: keep it that way.
+
+Everything else that lists codes is derived from these rows: the rule modules
+(``autograd_lint.rules``, found by ``RuleInfo.rule_module``), ``fix.options.FIXABLE_CODES``,
+``fix.context.WHOLE_MODULE_CODES``, ``dynamic.confirm.CONFIRMABLE_CODES`` and
+``SHOWN_BY_A_RAISING_FORWARD``, ``flake8_plugin.PROJECT_WIDE_CODES`` and the README's rule and
+fix tables. ``tests/test_catalogue.py`` checks that every flag has its implementation (a fixer
+in ``fix.registry.FIXERS``, a confirmer in ``dynamic.confirmers.CONFIRMERS``, a page section).
+CONTRIBUTING.md says how to add a rule.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+PARSE_ERROR = "AGL000"  # reported by the engine itself when a file cannot be read or parsed
 
 
 @dataclass(frozen=True)
@@ -22,11 +33,61 @@ class RuleInfo:
     # catalogue shows it, e.g. "error (write) / warning (read)". ``severity`` is then the level
     # of a finding that carries none, and SARIF's default for the rule.
     graded: str = ""
+    # --dynamic can confirm or refute a finding by running the Function (a confirmer in
+    # ``dynamic.confirmers``; the page's "How --dynamic confirms it" says how).
+    confirmable: bool = False
+    # The evidence is an exception forward itself raises (or, for AGL104, one raised before
+    # forward runs), so a candidate input on which forward raises can confirm it; every other
+    # confirmable rule needs a forward that runs.
+    confirmed_when_forward_raises: bool = False
+    # The question spans the project (which Functions some gradcheck reaches): linting a lone
+    # file would give a wrong answer, not a partial one, so the flake8 plugin leaves it out.
+    project_wide: bool = False
+    # What ``--fix`` does, as the README's fix table says it; empty when there is no fixer.
+    fix: str = ""
+    # "safe", "unsafe", or "safe; unsafe when ...": the page's "Fix safety" section explains it.
+    fix_safety: str = ""
+    # The fixer looks outside the Function class of the finding (call sites, gradcheck inputs),
+    # so its findings get the whole module's libcst tree rather than the class's (fix/context.py).
+    fix_reads_whole_module: bool = False
+    # The module of ``autograd_lint.fix`` whose ``fix`` rewrites this code, when it is not the
+    # code's own (``fix/agl101.py`` for AGL101): set where several codes share one rewrite.
+    fixer: str = ""
+    # The runtime failures (--dynamic) that this rule's bug causes on the same class: once a
+    # finding is confirmed, they are merged into it rather than reported again
+    # (``dynamic/dedupe.py``). "AGL903:<kind>" names one kind of AGL903's problems ("count",
+    # "shape", "dtype", "device", "type"), as AGL903 reports several at once.
+    explains: tuple[str, ...] = ()
 
     @property
     def severity_text(self) -> str:
         """The severity as the README table, the rule page and ``--explain`` show it."""
         return self.graded or self.severity
+
+    @property
+    def fixable(self) -> bool:
+        return bool(self.fix)
+
+    @property
+    def fix_module(self) -> str:
+        """The fixer's module in ``autograd_lint.fix``: ``agl101`` for AGL101, unless ``fixer`` says."""
+        return self.fixer or self.code.lower()
+
+    @property
+    def python_name(self) -> str:
+        """The name as a Python identifier (``backward_return_count``): the rule module's name
+        after the code, and the name of the confirmer function in ``dynamic.confirmers``."""
+        return self.name.replace("-", "_")
+
+    @property
+    def has_rule_module(self) -> bool:
+        """Checked by a module of ``autograd_lint.rules`` (not AGL000, not the runtime codes)."""
+        return self.static and self.code != PARSE_ERROR
+
+    @property
+    def rule_module(self) -> str:
+        """The rule module's name: ``agl101_backward_return_count`` for AGL101 backward-return-count."""
+        return f"{self.code.lower()}_{self.python_name}"
 
 
 RULES: dict[str, RuleInfo] = {
@@ -34,62 +95,111 @@ RULES: dict[str, RuleInfo] = {
     for info in [
         RuleInfo("AGL000", "parse-error", "error", "the file could not be read or parsed"),
         RuleInfo("AGL101", "backward-return-count", "error",
-                 "backward returns a different number of gradients than forward has inputs"),
+                 "backward returns a different number of gradients than forward has inputs",
+                 confirmable=True, explains=("AGL901", "AGL903:count"),
+                 fix="append `None`s for missing non-tensor inputs",
+                 fix_safety="safe; unsafe when an input may be a tensor"),
         RuleInfo("AGL102", "backward-grad-arg-count", "error",
-                 "backward takes a different number of gradient parameters than forward returns outputs"),
+                 "backward takes a different number of gradient parameters than forward returns outputs",
+                 confirmable=True, explains=("AGL901",)),
         RuleInfo("AGL103", "missing-staticmethod", "warning",
-                 "forward/backward/setup_context/jvp/vjp defined without @staticmethod"),
+                 "forward/backward/setup_context/jvp/vjp defined without @staticmethod",
+                 fix="add `@staticmethod`",
+                 fix_safety="safe"),
         RuleInfo("AGL104", "function-instantiated", "error",
-                 "a Function class instantiated or called directly instead of MyFn.apply(...)"),
+                 "a Function class instantiated or called directly instead of MyFn.apply(...)",
+                 confirmable=True, confirmed_when_forward_raises=True,
+                 fix="`MyFn()(x)` -> `MyFn.apply(x)`",
+                 fix_safety="safe", fix_reads_whole_module=True),
         RuleInfo("AGL105", "missing-backward", "warning",
-                 "a Function class defines forward but neither backward nor vjp"),
+                 "a Function class defines forward but neither backward nor vjp",
+                 confirmable=True),
         RuleInfo("AGL106", "setup-context-mismatch", "error",
-                 "setup_context defined while forward takes ctx, or with the wrong signature"),
+                 "setup_context defined while forward takes ctx, or with the wrong signature",
+                 confirmable=True, confirmed_when_forward_raises=True),
         RuleInfo("AGL107", "stub-derivative", "warning",
-                 "backward/jvp/vjp is a stub (pass, ..., docstring or return None)"),
+                 "backward/jvp/vjp is a stub (pass, ..., docstring or return None)",
+                 confirmable=True, explains=("AGL901",)),
         RuleInfo("AGL108", "grad-output-ignored", "error",
-                 "backward returns a gradient without reading any gradient parameter"),
+                 "backward returns a gradient without reading any gradient parameter",
+                 confirmable=True, explains=("AGL901",)),
         RuleInfo("AGL201", "ctx-tensor-attribute", "error",
                  "forward's output, or an input that gets a gradient or whose values backward reads, "
-                 "kept as a ctx attribute instead of with save_for_backward"),
+                 "kept as a ctx attribute instead of with save_for_backward",
+                 confirmable=True,
+                 fix="`ctx.x = x` -> `ctx.save_for_backward(x)`, "
+                     "and `ctx.x` in backward -> `x` from `ctx.saved_tensors`",
+                 fix_safety="unsafe"),
         RuleInfo("AGL202", "save-non-tensor", "error",
-                 "save_for_backward given something that is not a tensor or None"),
+                 "save_for_backward given something that is not a tensor or None",
+                 confirmable=True, confirmed_when_forward_raises=True,
+                 fix="non-tensor out of `save_for_backward` into `ctx.<name>`; backward reads it from there",
+                 fix_safety="unsafe"),
         RuleInfo("AGL203", "saved-tensors-in-forward", "error",
-                 "ctx.saved_tensors read inside forward or setup_context"),
+                 "ctx.saved_tensors read inside forward or setup_context",
+                 confirmable=True, confirmed_when_forward_raises=True),
         RuleInfo("AGL204", "save-twice", "warning",
-                 "save_for_backward called more than once on one path: only the last call is kept"),
+                 "save_for_backward called more than once on one path: only the last call is kept",
+                 confirmable=True, explains=("AGL901",)),
         RuleInfo("AGL205", "saved-count-mismatch", "error",
-                 "ctx.saved_tensors unpacked into a different number of names than were saved"),
+                 "ctx.saved_tensors unpacked into a different number of names than were saved",
+                 confirmable=True, explains=("AGL901",)),
         RuleInfo("AGL206", "ctx-attr-undefined", "error",
-                 "backward reads a ctx attribute that forward/setup_context never sets"),
+                 "backward reads a ctx attribute that forward/setup_context never sets",
+                 confirmable=True, explains=("AGL901",)),
         RuleInfo("AGL207", "ctx-tensor-bypasses-hooks", "warning",
                  "another tensor kept as a ctx attribute: saved-tensor hooks and torch.func do not see it",
-                 default_enabled=False),
+                 default_enabled=False,
+                 confirmable=True,
+                 fix="`ctx.x = x` -> `ctx.save_for_backward(x)`, "
+                     "and `ctx.x` in backward -> `x` from `ctx.saved_tensors`",
+                 fix_safety="unsafe", fixer="agl201"),
         RuleInfo("AGL301", "inplace-grad-output", "error",
-                 "in-place operation on a gradient parameter of backward"),
+                 "in-place operation on a gradient parameter of backward",
+                 confirmable=True, explains=("AGL902",),
+                 fix="`g = g.clone()` before the first in-place write",
+                 fix_safety="safe", fixer="clone"),
         RuleInfo("AGL302", "inplace-saved-tensor", "error",
-                 "in-place operation on a saved tensor inside backward"),
+                 "in-place operation on a saved tensor inside backward",
+                 confirmable=True, explains=("AGL901",),
+                 fix="`g = g.clone()` before the first in-place write",
+                 fix_safety="safe", fixer="clone"),
         RuleInfo("AGL303", "inplace-input-no-mark-dirty", "error",
-                 "in-place operation on a forward input without ctx.mark_dirty"),
+                 "in-place operation on a forward input without ctx.mark_dirty",
+                 confirmable=True, explains=("AGL901",)),
         RuleInfo("AGL304", "dot-data", "warning",
                  "a write through .data (unseen by the version counter), or a .data read that breaks "
-                 "double backward or detaches what backward reads", graded="error (write) / warning (read)"),
+                 "double backward or detaches what backward reads", graded="error (write) / warning (read)",
+                 confirmable=True, explains=("AGL902",),
+                 fix="`.data` read -> `.detach()` (in `backward`: plain `x`, which keeps double backward)",
+                 fix_safety="unsafe"),
         RuleInfo("AGL305", "backward-not-differentiable", "info",
-                 "backward leaves autograd without @once_differentiable", default_enabled=False),
+                 "backward leaves autograd without @once_differentiable", default_enabled=False,
+                 confirmable=True, explains=("AGL902",)),
         RuleInfo("AGL306", "undefined-grad-arithmetic", "error",
-                 "with ctx.set_materialize_grads(False), backward computes with a gradient it never checks for None"),
+                 "with ctx.set_materialize_grads(False), backward computes with a gradient it never checks for None",
+                 confirmable=True),
         RuleInfo("AGL401", "needs-input-grad-unchecked", "warning",
-                 "a costly gradient computed without a ctx.needs_input_grad guard"),
+                 "a costly gradient computed without a ctx.needs_input_grad guard",
+                 confirmable=True),
         RuleInfo("AGL402", "factory-without-dtype-device", "warning",
-                 "tensor factory in backward without dtype= or device="),
+                 "tensor factory in backward without dtype= or device=",
+                 confirmable=True, explains=("AGL901", "AGL903:dtype", "AGL903:device"),
+                 fix="`torch.zeros(...)` -> `grad.new_zeros(...)`, or `dtype=`/`device=` from the gradient",
+                 fix_safety="safe"),
         RuleInfo("AGL501", "gradcheck-float32", "warning",
-                 "gradcheck/gradgradcheck called on inputs that are not float64"),
+                 "gradcheck/gradgradcheck called on inputs that are not float64",
+                 fix="`dtype=torch.double` for gradcheck inputs",
+                 fix_safety="safe; unsafe when the tensor is reused", fix_reads_whole_module=True),
         RuleInfo("AGL502", "function-not-gradchecked", "info",
-                 "a Function class that no gradcheck/gradgradcheck call reaches", default_enabled=False),
+                 "a Function class that no gradcheck/gradgradcheck call reaches", default_enabled=False,
+                 project_wide=True),
         RuleInfo("AGL601", "vmap-rule-conflict", "error",
-                 "generate_vmap_rule = True and a vmap staticmethod in one class: torch.func.vmap refuses it"),
+                 "generate_vmap_rule = True and a vmap staticmethod in one class: torch.func.vmap refuses it",
+                 confirmable=True),
         RuleInfo("AGL602", "jvp-without-save-for-forward", "error",
-                 "jvp reads ctx.saved_tensors, which forward never filled with ctx.save_for_forward"),
+                 "jvp reads ctx.saved_tensors, which forward never filled with ctx.save_for_forward",
+                 confirmable=True),
         RuleInfo("AGL603", "autocast-decorator-mismatch", "warning",
                  "@custom_fwd on forward without @custom_bwd on backward, or the reverse",
                  graded="error (custom_bwd alone) / warning (custom_fwd alone)"),

@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # loaded lazily: see _lint
 Flake8Result = tuple[int, int, str, type]
 
 # Rules whose question spans the project: a lone file's answer would be wrong, not partial.
-PROJECT_WIDE_CODES = ("AGL502",)
+PROJECT_WIDE_CODES = tuple(code for code, info in RULES.items() if info.project_wide)
 
 
 def may_matter(text: str) -> bool:

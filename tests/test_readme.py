@@ -1,6 +1,6 @@
-"""The README stays true: its rule table is the catalogue, its test command is what CI runs.
+"""The README stays true: its rule and fix tables are the catalogue, its test command is what CI runs.
 
-Regenerate the table with ``python tests/test_readme.py`` and paste it between the markers.
+Regenerate the tables with ``python -m autograd_lint.dev readme`` (autograd_lint/dev.py renders them).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))  # for `python tests/test_readme.py` from a checkout
 
-from autograd_lint.catalogue import RULES  # noqa: E402
+from autograd_lint.dev import generated_table, regenerate_readme, render_fix_table, render_rule_table  # noqa: E402
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -21,20 +21,6 @@ else:  # pragma: no cover
 
 README = REPO_ROOT / "README.md"
 CI_SCRIPT = REPO_ROOT / ".ci" / "run"
-TABLE_START = "<!-- rule-table:start"
-TABLE_END = "<!-- rule-table:end -->"
-
-
-def render_rule_table() -> str:
-    lines = ["| Code | Name | Severity | Default | What it flags |", "|---|---|---|---|---|"]
-    for code, info in RULES.items():
-        default = "on" if info.default_enabled else "opt-in"
-        if not info.static:
-            default = "`--dynamic`"
-        linked = f"[{code}](rules/{code}.md)" if info.static else code
-        summary = info.summary.replace("|", "\\|")
-        lines.append(f"| {linked} | {info.name} | {info.severity_text} | {default} | {summary} |")
-    return "\n".join(lines)
 
 
 def readme_text() -> str:
@@ -47,10 +33,17 @@ def quick_start_commands() -> list[str]:
 
 
 def test_rule_table_matches_the_catalogue():
-    text = readme_text()
-    start = text.index("\n", text.index(TABLE_START)) + 1
-    table = text[start:text.index(TABLE_END)].strip()
-    assert table == render_rule_table(), "README rule table is stale: run `python tests/test_readme.py`"
+    table = generated_table(readme_text(), "rule-table")
+    assert table == render_rule_table(), "README rule table is stale: run `python -m autograd_lint.dev readme`"
+
+
+def test_fix_table_matches_the_catalogue():
+    table = generated_table(readme_text(), "fix-table")
+    assert table == render_fix_table(), "README fix table is stale: run `python -m autograd_lint.dev readme`"
+
+
+def test_regenerating_the_readme_changes_nothing():
+    assert regenerate_readme(readme_text()) == readme_text()
 
 
 def test_quick_start_has_exactly_two_one_line_commands():
@@ -94,4 +87,4 @@ def test_readme_promises_static_mode_never_imports():
 
 
 if __name__ == "__main__":
-    print(render_rule_table())
+    print(render_rule_table(), render_fix_table(), sep="\n\n")

@@ -19,7 +19,6 @@ from typing import Optional
 import pytest
 
 from autograd_lint.catalogue import RULES, RuleInfo
-from autograd_lint.fix.registry import FIXERS
 from conftest import REPO_ROOT, run_cli
 
 RULES_DIR = REPO_ROOT / "rules"
@@ -33,12 +32,14 @@ HEADINGS = [
     "How --dynamic confirms it",
     "References",
 ]
-# ruff's section: what --fix does for the code and whether it is safe; only codes with a fixer.
+# ruff's section: what --fix does for the code and whether it is safe; only the catalogue's
+# fixable codes (tests/test_catalogue.py checks each has a fixer).
 FIX_SAFETY = "Fix safety"
 ALLOWED_LINK_PREFIXES = ("https://pytorch.org/docs/", "https://github.com/pytorch/")
 
 ALL_CODES = sorted(RULES)
 STATIC_CODES = sorted(code for code, info in RULES.items() if info.static)
+FIXABLE_CODES = sorted(code for code, info in RULES.items() if info.fixable)
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ def expected_severity_line(info: RuleInfo) -> str:
 
 
 def expected_headings(code: str) -> list[str]:
-    if code not in FIXERS:
+    if not RULES[code].fixable:
         return HEADINGS
     after = HEADINGS.index("Use instead") + 1
     return [*HEADINGS[:after], FIX_SAFETY, *HEADINGS[after:]]
@@ -126,13 +127,17 @@ def test_page_structure(code):
     assert "### Fix safety" not in text, f"{code}: Fix safety is a section of its own (## Fix safety)"
 
 
-def test_fix_safety_sections_follow_the_registry():
-    """A page says how it is fixed exactly when a fixer exists, and says whether it is safe."""
+def test_fix_safety_sections_follow_the_catalogue():
+    """A page says how it is fixed exactly when the catalogue says the code is fixable, and
+    calls the fix safe or unsafe as the catalogue's ``fix_safety`` (the README's) does."""
     with_section = {code for code in ALL_CODES if FIX_SAFETY in page(code).headings}
-    assert with_section == set(FIXERS)
-    for code in sorted(FIXERS):
-        text = page(code).sections[FIX_SAFETY]
-        assert "--fix" in text and ("**Safe" in text or "**safe" in text or "**Unsafe" in text), code
+    assert with_section == set(FIXABLE_CODES)
+    for code in FIXABLE_CODES:
+        text = page(code).sections[FIX_SAFETY].lower()
+        safety = RULES[code].fix_safety
+        assert "--fix" in text, code
+        assert ("**safe" in text) == safety.startswith("safe"), f"{code}: the page and the catalogue ({safety!r}) differ"
+        assert ("**unsafe" in text) == ("unsafe" in safety), f"{code}: the page and the catalogue ({safety!r}) differ"
 
 
 @pytest.mark.parametrize("code", ALL_CODES)

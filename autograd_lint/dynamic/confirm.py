@@ -5,32 +5,29 @@
 problem, ``not-reproduced`` when the run shows it does not happen on this example, and
 ``unverified`` when the check could not observe it. It never raises.
 
-Codes left out of ``CONFIRMABLE_CODES`` have nothing to run: AGL000 (a parse error), AGL103
-(a missing @staticmethod works at runtime), AGL501 and AGL502 (about the user's tests, which
-``--dynamic`` does not run). Their pages say so.
+Codes the catalogue does not mark ``confirmable`` have nothing to run (a parse error, a missing
+@staticmethod that works at runtime, a problem of the user's tests, which ``--dynamic`` does not
+run): the "How --dynamic confirms it" section of their pages says why.
 """
 
 from __future__ import annotations
 
 from typing import Callable
 
+from autograd_lint.catalogue import RULES
+
 CONFIRMATIONS = ("confirmed", "not-reproduced", "unverified")
 
-CONFIRMABLE_CODES: frozenset[str] = frozenset({
-    "AGL101", "AGL102", "AGL104", "AGL105", "AGL106", "AGL107", "AGL108",
-    "AGL201", "AGL202", "AGL203", "AGL204", "AGL205", "AGL206", "AGL207",
-    "AGL301", "AGL302", "AGL303", "AGL304", "AGL305", "AGL306",
-    "AGL401", "AGL402", "AGL601", "AGL602",
-})
+CONFIRMABLE_CODES: frozenset[str] = frozenset(code for code, info in RULES.items() if info.confirmable)
 
 
-# Rules whose evidence is an exception forward itself raises (or, for AGL104, one raised before
-# forward runs): a candidate input on which forward raises can confirm them, whereas every other
-# rule needs a forward that runs. AGL106: apply's TypeError binding forward/setup_context;
-# AGL202: "save_for_backward can only save variables"; AGL203: the read of ctx.saved_tensors is
-# seen even when forward then fails on the empty tuple; AGL104: ``F()`` warns, ``F()(x)`` raises.
-# Any other exception leaves the finding unverified (each confirmer checks what was raised).
-SHOWN_BY_A_RAISING_FORWARD: frozenset[str] = frozenset({"AGL104", "AGL106", "AGL202", "AGL203"})
+# Rules whose evidence is an exception forward itself raises, or one raised before forward runs
+# (the catalogue's ``confirmed_when_forward_raises``; each page's "How --dynamic confirms it"
+# names the exception): a candidate input on which forward raises can confirm them, whereas every
+# other rule needs a forward that runs. Any other exception leaves the finding unverified (each
+# confirmer checks what was raised).
+SHOWN_BY_A_RAISING_FORWARD: frozenset[str] = frozenset(
+    code for code, info in RULES.items() if info.confirmed_when_forward_raises)
 
 
 def confirm_finding(function_class: type, make_inputs: Callable[[], tuple], finding: dict) -> tuple[str, str]:

@@ -16,26 +16,26 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Optional
 
+from autograd_lint.catalogue import RULES
 from autograd_lint.findings import Finding
 
-# Runtime code -> the static rules whose bug makes that check fail on the same class.
-EXPLAINED_BY: dict[str, frozenset[str]] = {
-    # backward raises (AGL102 signature, AGL205 unpacking, AGL206 missing attribute, AGL402 a
-    # float32 factory meeting float64 gradients) or returns gradients that cannot be right: None
-    # (AGL107), not scaled by grad_output (AGL108), from the wrong saved tensors (AGL204), from a
-    # saved tensor or input it changed in place (AGL302, AGL303).
-    "AGL901": frozenset({"AGL101", "AGL102", "AGL107", "AGL108", "AGL204", "AGL205", "AGL206",
-                         "AGL302", "AGL303", "AGL402"}),
-    # backward leaves autograd (.data, .detach(), numpy: AGL304, AGL305) or writes into
-    # grad_output (AGL301): the second derivative is wrong while the first is right.
-    "AGL902": frozenset({"AGL301", "AGL304", "AGL305"}),
-}
+# What AGL903 can find wrong in backward's raw result (dynamic/checks.py), one kind per problem.
+AGL903_KINDS = ("count", "shape", "dtype", "device", "type")
+
+
+def _explainers(runtime: str) -> frozenset[str]:
+    """The static rules whose catalogue row says they explain ``runtime`` ("AGL901", "AGL903:count")."""
+    return frozenset(code for code, info in RULES.items() if runtime in info.explains)
+
+
+# Runtime code -> the static rules whose bug makes that check fail on the same class (the
+# catalogue's ``explains``). gradcheck (AGL901) fails when backward raises or returns gradients
+# that cannot be right (a wrong count, None, not scaled by grad_output, from the wrong or a
+# changed saved tensor, float32 meeting float64); gradgradcheck (AGL902) when backward leaves
+# autograd or writes into grad_output: the second derivative is wrong while the first is right.
+EXPLAINED_BY: dict[str, frozenset[str]] = {runtime: _explainers(runtime) for runtime in ("AGL901", "AGL902")}
 # AGL903 reports several problems at once; each must be explained for the finding to be merged.
-AGL903_EXPLAINED_BY: dict[str, frozenset[str]] = {
-    "count": frozenset({"AGL101"}),
-    "dtype": frozenset({"AGL402"}),  # a factory without dtype= in backward
-    "device": frozenset({"AGL402"}),  # ... or without device=
-}
+AGL903_EXPLAINED_BY: dict[str, frozenset[str]] = {kind: _explainers(f"AGL903:{kind}") for kind in AGL903_KINDS}
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class RuntimeResult:
     finding: Finding
     detail: str  # the check's own message, without the class name the finding's message starts with
     class_names: frozenset[str]  # the class's __name__ and __qualname__
-    kinds: tuple[str, ...] = ()  # AGL903: "count", "shape", "dtype", "device", "type"
+    kinds: tuple[str, ...] = ()  # AGL903: some of AGL903_KINDS
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from autograd_lint.analysis.class_model import FunctionModel, Method
 from autograd_lint.analysis.module import ModuleAnalysis, analyse_module
 from autograd_lint.analysis.project import ProjectFacts
 from autograd_lint.analysis.syntax import code_children, source_lines
+from autograd_lint.catalogue import RULES
 from autograd_lint.findings import Finding
 
 NodeT = TypeVar("NodeT", bound=cst.CSTNode)
@@ -35,7 +36,7 @@ _LONE_BACKSLASH = re.compile(r"^[ \t\f]*\\\r?$", re.M)
 
 # Fixers that look at code outside the Function class of the finding (call sites, gradcheck
 # inputs in tests): their findings always get the whole module.
-WHOLE_MODULE_CODES = frozenset({"AGL104", "AGL501"})
+WHOLE_MODULE_CODES = frozenset(code for code, info in RULES.items() if info.fix_reads_whole_module)
 
 
 class FixContext:

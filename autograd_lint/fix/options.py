@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-# The codes that have a fixer (fix/registry.py; a test keeps the two equal). Kept here, free of
-# libcst, so that a run that has nothing to fix never loads the fixers.
-FIXABLE_CODES = frozenset({
-    "AGL101", "AGL103", "AGL104", "AGL201", "AGL202", "AGL207", "AGL301", "AGL302", "AGL304", "AGL402", "AGL501",
-})
+from autograd_lint.catalogue import RULES
+
+# The codes that have a fixer (fix/registry.py; tests/test_catalogue.py keeps the two equal).
+# Read from the catalogue, free of libcst, so that a run that has nothing to fix never loads the fixers.
+FIXABLE_CODES = frozenset(code for code, info in RULES.items() if info.fixable)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

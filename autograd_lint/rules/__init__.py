@@ -1,55 +1,29 @@
 """Every rule, one module each. A rule module has ``CODE`` and ``check(module) -> findings``,
 reads only the shared analysis (``autograd_lint.analysis``), and documents itself in
-``rules/<CODE>.md`` at the repository root."""
+``rules/<CODE>.md`` at the repository root.
+
+The modules are not listed here: each catalogue row with ``has_rule_module`` names its module
+(``RuleInfo.rule_module``: AGL101 backward-return-count is ``agl101_backward_return_count``), so
+adding a rule is a catalogue row and a module of that name (CONTRIBUTING.md).
+"""
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import Callable, Iterable
 
-from autograd_lint.rules import (
-    agl101_backward_return_count,
-    agl102_backward_grad_arg_count,
-    agl103_missing_staticmethod,
-    agl104_function_instantiated,
-    agl105_missing_backward,
-    agl106_setup_context_mismatch,
-    agl107_stub_derivative,
-    agl108_grad_output_ignored,
-    agl201_ctx_tensor_attribute,
-    agl202_save_non_tensor,
-    agl203_saved_tensors_in_forward,
-    agl204_save_twice,
-    agl205_saved_count_mismatch,
-    agl206_ctx_attr_undefined,
-    agl207_ctx_tensor_bypasses_hooks,
-    agl301_inplace_grad_output,
-    agl302_inplace_saved_tensor,
-    agl303_inplace_input_no_mark_dirty,
-    agl304_dot_data,
-    agl305_backward_not_differentiable,
-    agl306_undefined_grad_arithmetic,
-    agl401_needs_input_grad_unchecked,
-    agl402_factory_without_dtype_device,
-    agl501_gradcheck_float32,
-    agl502_function_not_gradchecked,
-    agl601_vmap_rule_conflict,
-    agl602_jvp_without_save_for_forward,
-    agl603_autocast_decorator_mismatch,
-    agl604_deprecated_amp_decorator,
-)
+from autograd_lint.catalogue import RULES
 
-_MODULES = [
-    agl101_backward_return_count, agl102_backward_grad_arg_count, agl103_missing_staticmethod,
-    agl104_function_instantiated, agl105_missing_backward, agl106_setup_context_mismatch,
-    agl107_stub_derivative, agl108_grad_output_ignored, agl201_ctx_tensor_attribute,
-    agl202_save_non_tensor, agl203_saved_tensors_in_forward, agl204_save_twice,
-    agl205_saved_count_mismatch, agl206_ctx_attr_undefined, agl207_ctx_tensor_bypasses_hooks,
-    agl301_inplace_grad_output,
-    agl302_inplace_saved_tensor, agl303_inplace_input_no_mark_dirty, agl304_dot_data,
-    agl305_backward_not_differentiable, agl401_needs_input_grad_unchecked,
-    agl402_factory_without_dtype_device, agl501_gradcheck_float32, agl502_function_not_gradchecked,
-    agl306_undefined_grad_arithmetic, agl601_vmap_rule_conflict, agl602_jvp_without_save_for_forward,
-    agl603_autocast_decorator_mismatch, agl604_deprecated_amp_decorator,
-]
 
-RULE_CHECKS: dict[str, Callable[..., Iterable]] = {m.CODE: m.check for m in _MODULES}
+def _load_checks() -> dict[str, Callable[..., Iterable]]:
+    checks = {}
+    for code, info in RULES.items():
+        if info.has_rule_module:
+            module = import_module(f"{__name__}.{info.rule_module}")
+            if module.CODE != code:  # a copied module whose CODE was not changed
+                raise ImportError(f"{module.__name__} declares CODE = {module.CODE!r}, its catalogue row is {code}")
+            checks[code] = module.check
+    return checks
+
+
+RULE_CHECKS: dict[str, Callable[..., Iterable]] = _load_checks()

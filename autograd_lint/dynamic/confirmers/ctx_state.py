@@ -40,6 +40,9 @@ def ctx_tensor_attribute(subject: Subject) -> Result:
     return not_reproduced("no ctx attribute holds a tensor after forward")
 
 
+ctx_tensor_bypasses_hooks = ctx_tensor_attribute  # AGL207: the same check, on the tensors AGL201 leaves to it
+
+
 def _relation(value: torch.Tensor, applied: Applied) -> str:
     for index, output in enumerate(applied.outputs):
         if value is output:
