@@ -205,7 +205,8 @@ class SourceFile:
 
 def _syntax_message(error: BaseException) -> str:
     if isinstance(error, SyntaxError):
-        where = f" (line {error.lineno}" + (f", column {error.offset})" if error.offset else ")") if error.lineno else ""
+        column = f", column {error.offset})" if error.offset else ")"
+        where = f" (line {error.lineno}{column}" if error.lineno else ""
         return f"could not parse: {type(error).__name__}: {error.msg}{where}"
     if isinstance(error, (MemoryError, RecursionError)):
         return "could not parse: the file is nested too deeply for the parser"
