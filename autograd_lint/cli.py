@@ -122,7 +122,7 @@ def _main(argv: list[str]) -> int:
                     _cache_dir(args, config), discovered.stats)
     fix_lines: list[str] = []
     if args.fix or args.diff:  # the fixers (and libcst) load only when asked for
-        from autograd_lint.fix.apply import process as process_fixes
+        from autograd_lint.fix.driver import process as process_fixes
 
         fixes = process_fixes(results, args, selection_for, lambda: _lint(
             discovered.files, selection_for, max_file_size, _jobs_for(args.jobs), _cache_dir(args, config)),

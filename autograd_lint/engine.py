@@ -5,28 +5,33 @@
    subclass or use a Function class, or call gradcheck; merge what they say (``ProjectFacts``).
 3. Lint those same files: libcst parses only their Function classes, the shared model is built,
    and every enabled rule reads it.
-Each step's answer is cached by content (``cache.Cache``), and the steps run in worker
-processes when there is enough work (``workers.WorkerPool``). Serial, parallel, cold and warm
-runs give the same findings: every step sees the same ``ProjectFacts``.
+What each step does to one file is ``autograd_lint.pipeline``'s; this module decides which
+files each step sees. Each step's answer is cached by content (``cache.Cache``), and the steps
+run in worker processes when there is enough work (``parallel.WorkerPool``). Serial, parallel,
+cold and warm runs give the same findings: every step sees the same ``ProjectFacts``.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Callable, Optional, Sequence
 
 from autograd_lint.analysis.names import module_name_of
 from autograd_lint.analysis.precheck import TextSummary
 from autograd_lint.analysis.project import FileFacts, ProjectFacts
+from autograd_lint.analysis.source_file import SourceFile
 from autograd_lint.cache import Cache, RunMemo, stamp
 from autograd_lint.catalogue import RULES
 from autograd_lint.findings import Finding
 from autograd_lint.gc_pause import gc_paused
-from autograd_lint.source import DEFAULT_MAX_FILE_SIZE
-from autograd_lint.workers import FileResult, FileWorker, Summary, WorkerPool, agl000
+from autograd_lint.parallel import WorkerPool
+from autograd_lint.pipeline import (
+    FileResult, Pipeline, Summary, agl000, facts_of, lint_file, load_the_analysis, summary_of,
+)
 from autograd_lint.selection import RuleFilter
+from autograd_lint.source import DEFAULT_MAX_FILE_SIZE
 
 __all__ = ["FileResult", "lint_paths", "lint_text", "default_jobs"]
 
@@ -72,8 +77,9 @@ def lint_paths(
         cache = Cache.load(cache_dir) if cache_dir else None
         states = [_State(path) for path in paths]
         unread = _summaries_from_cache(states, cache, stats)
-        pool = WorkerPool(jobs if len(unread) >= PARALLEL_THRESHOLD else 1, max_file_size, len(states),
-                          hashing=cache is not None)
+        pool = WorkerPool(jobs if len(unread) >= PARALLEL_THRESHOLD else 1, len(states),
+                          make_state=partial(Pipeline, max_file_size, hashing=cache is not None),
+                          preload=load_the_analysis)
         try:
             _summarize(states, unread, pool, cache, stats)
             project = _gather_project_facts(states, pool, cache)
@@ -117,18 +123,17 @@ def lint_text(path: str, text: str, selection: RuleFilter, project: Optional[Pro
     """Lint one file's text on its own (the flake8 plugin's entry point). Without ``project``
     the file is its own project: facts from other files are not known. ``tree``: the file's
     ``ast``, when the caller has parsed it already (flake8 has)."""
-    worker = FileWorker(max_file_size=None, annotate_fixes=annotate_fixes, hashing=False)
-    worker.add_text(path, text, tree)
-    (summary,) = worker.summarize([path])
+    source = SourceFile(path, text=text, tree=tree)
+    summary = summary_of(source)
     state = _State(path, summary.digest, summary.summary, summary.error)
+    codes = CodeSet.of(selection).codes
     if project is None:
         if state.summary is not None and _matters(state.summary, ProjectFacts()):
-            (state.facts,) = _as_facts(state, worker.facts([path])[0])
+            _as_facts(state, facts_of(source))
         project = _merge([state])
     if state.summary is None or not _matters(state.summary, project):
-        return _unlinted_result(state, CodeSet.of(selection).codes)
-    (result,) = worker.lint([(path, CodeSet.of(selection).codes)], project, honour_noqa)
-    return result
+        return _unlinted_result(state, codes)
+    return lint_file(source, codes, project, honour_noqa, annotate_fixes)
 
 
 def default_jobs() -> int:
@@ -174,7 +179,7 @@ def _summaries_from_cache(states: list[_State], cache: Optional[Cache], stats: d
 def _summarize(states: list[_State], unread: list[int], pool: WorkerPool, cache: Optional[Cache],
                stats: dict) -> None:
     costs = {i: _summary_cost(stats.get(states[i].path)) for i in unread}
-    answers = pool.summarize_while_loading([(i, states[i].path) for i in unread], costs)
+    answers = pool.summarize_while_loading(Pipeline.summarize, [(i, states[i].path) for i in unread], costs)
     for i, answer in answers.items():
         state: _State = states[i]
         summary: Summary = answer
@@ -227,7 +232,7 @@ def _collect_facts(states: list[_State], indexes: list[int], pool: WorkerPool, c
     costs = {i: _cost(states[i]) for i in todo}
     pool.balance(costs)
     parsing = {i: parse for i, (parse, _) in costs.items()}
-    for i, answer in pool.run_shared_out("facts", [(i, states[i].path) for i in todo], parsing, final_names).items():
+    for i, answer in pool.run(Pipeline.facts, [(i, states[i].path) for i in todo], parsing, final_names).items():
         _as_facts(states[i], answer)
         if cache is not None:
             cache.put(cache.facts, states[i].digest, answer if isinstance(answer, FileFacts) else answer.message)
@@ -243,7 +248,7 @@ def _cost(state: _State) -> tuple[float, float]:
     return 0.4 * size, 8.0 * (state.summary.function_chars if state.summary is not None else 0)
 
 
-def _as_facts(state: _State, answer) -> tuple[Optional[FileFacts]]:
+def _as_facts(state: _State, answer) -> None:
     """Record step 2's answer (facts, an AGL000 finding, or a cached syntax-error message)."""
     if isinstance(answer, FileFacts):
         state.facts = answer
@@ -251,7 +256,6 @@ def _as_facts(state: _State, answer) -> tuple[Optional[FileFacts]]:
         state.error = answer
     else:
         state.error = agl000(state.path, answer)
-    return (state.facts,)
 
 
 def _merge(states: list[_State]) -> ProjectFacts:
@@ -290,7 +294,7 @@ def _lint_all(states: list[_State], selection_for: Callable[[str], RuleFilter], 
             todo.append((i, (state.path, codes)))
     costs = {i: _cost(states[i]) for i, _ in todo}
     pool.balance(costs)  # files whose facts came from the cache
-    for i, result in pool.run_shared_out("lint", todo, {i: sum(c) for i, c in costs.items()}, project).items():
+    for i, result in pool.run(Pipeline.lint, todo, {i: sum(c) for i, c in costs.items()}, project).items():
         results[i] = result
         if cache is not None and not result.internal_errors:
             cache.put(cache.results, keys[i], _with_path(result, ""))

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from autograd_lint.analysis.source_file import SourceFile
 from autograd_lint.engine import lint_text
-from autograd_lint.fix.apply import annotate_text
+from autograd_lint.fix.available import annotate
 from autograd_lint.fix.context import FixContext, only_lines
 from autograd_lint.fix.registry import FIXERS
 from autograd_lint.selection import EnabledRules, SelectorLayer
@@ -36,10 +37,10 @@ def test_focused_and_whole_module_agree_on_every_fixture():
     for path, text, findings in files:
         def answers(focus: bool) -> list[tuple]:
             return [(f.code, f.line, f.column, f.fix_available, f.fix_safe)
-                    for f in annotate_text(str(path), text, findings, focus=focus)]
+                    for f in annotate(SourceFile(str(path), text=text), findings, focus=focus)]
 
         assert answers(True) == answers(False), path.relative_to(REPO_ROOT)
-        context = FixContext(str(path), text)
+        context = FixContext(SourceFile(str(path), text=text))
         focused_somewhere += context.focused([f for f in findings if f.code in FIXERS]) is not context
     assert focused_somewhere > len(files) // 2  # the cheap path is the one usually taken
 
@@ -63,7 +64,7 @@ def test_fixers_that_look_outside_the_class_get_the_whole_module(code: str):
     text = case.read_text(encoding="utf-8")
     findings = [f for f in lint_text(str(case), text, EVERY_RULE, annotate_fixes=False).findings if f.code == code]
     assert findings
-    context = FixContext(str(case), text)
+    context = FixContext(SourceFile(str(case), text=text))
     assert context.focused(findings) is context
 
 
@@ -75,6 +76,6 @@ def test_the_focused_source_starts_at_the_first_kept_line_and_positions_are_the_
     assert offset == 3 and source == "if 1:\r\n    class F(torch.autograd.Function):\r\n        pass\r\n"
     import libcst
 
-    context = FixContext("t.py", text, [(5, 6)])
+    context = FixContext(SourceFile("t.py", text=text), [(5, 6)])
     (name,) = [n for n in context.positions if isinstance(n, libcst.Name) and n.value == "F"]
     assert context.start(name) == (5, 11)  # line 5 of the file, not of the focused source

@@ -120,19 +120,23 @@ def test_a_run_memo_sees_a_changed_file_and_a_corrupt_one_is_ignored(tmp_path: P
 
 _LOADING_SCRIPT = """
 import json, sys
-from autograd_lint.workers import FileWorker, WorkerPool
+from functools import partial
+from autograd_lint.parallel import WorkerPool
+from autograd_lint.pipeline import Pipeline, load_the_analysis
 
-FileWorker.has_libcst = lambda self, payloads: ["libcst" in sys.modules for _ in payloads]
+def has_libcst(state, payloads):
+    return ["libcst" in sys.modules for _ in payloads]
+
 paths = sys.argv[1:]
 before = "libcst" in sys.modules
-pool = WorkerPool(2, None, len(paths))
+pool = WorkerPool(2, len(paths), partial(Pipeline, None), preload=load_the_analysis)
 try:
     costs = {i: 5_000.0 for i in range(len(paths))}  # 4 files a batch: several batches
-    summaries = pool.summarize_while_loading(list(enumerate(paths)), costs)
-    workers = pool.run("has_libcst", [(0, "x"), (1, "y")])
+    summaries = pool.summarize_while_loading(Pipeline.summarize, list(enumerate(paths)), costs)
+    workers = pool.run(has_libcst, [(0, "x"), (1, "y")], {})
 finally:
     pool.close()
-serial = FileWorker(None).summarize(paths)
+serial = Pipeline(None).summarize(paths)
 print(json.dumps({"before": before, "after": "libcst" in sys.modules, "workers": list(workers.values()),
                   "same": [summaries[i] for i in range(len(paths))] == serial}))
 """
@@ -159,21 +163,23 @@ def test_the_workers_get_the_parser_from_this_process_and_the_summaries_are_all_
 
 _DYING_HELPER_SCRIPT = """
 import json, os, sys
-from autograd_lint.workers import FileWorker, WorkerPool
+from functools import partial
+from autograd_lint.parallel import WorkerPool
+from autograd_lint.pipeline import Pipeline, load_the_analysis
 
-summarize = FileWorker.summarize
-def dies_in_the_helper(self, paths):
+def dies_in_the_helper(state, paths):
     if "libcst" not in sys.modules and any(path.endswith("m3.py") for path in paths):
         os._exit(7)  # the helper, forked before the parser loads, dies on its 4th file
-    return summarize(self, paths)
-FileWorker.summarize = dies_in_the_helper
+    return state.summarize(paths)
+
 paths = sys.argv[1:]
-pool = WorkerPool(2, None, len(paths))
+pool = WorkerPool(2, len(paths), partial(Pipeline, None), preload=load_the_analysis)
 try:
-    summaries = pool.summarize_while_loading(list(enumerate(paths)), {i: 2_000.0 for i in range(len(paths))})
+    summaries = pool.summarize_while_loading(dies_in_the_helper, list(enumerate(paths)),
+                                             {i: 2_000.0 for i in range(len(paths))})
 finally:
     pool.close()
-print(json.dumps([summaries[i] for i in range(len(paths))] == summarize(FileWorker(None), paths)))
+print(json.dumps([summaries[i] for i in range(len(paths))] == Pipeline(None).summarize(paths)))
 """
 
 
@@ -185,23 +191,22 @@ def test_the_files_a_dead_helper_took_are_summarised_by_the_workers(tmp_path: Pa
     assert process.stdout.strip() == "true"
 
 
-def _whose(self, payloads, shared):
+def _whose(state, payloads, shared):
     import os
 
     return [(os.getpid(), payload, shared) for payload in payloads]
 
 
-def test_a_worker_that_runs_out_takes_files_from_another(monkeypatch):
+def test_a_worker_that_runs_out_takes_files_from_another():
     """Sharing out a step's files: every file is answered exactly once, and a worker whose own
     files are done takes the lightest ones left to another (here: it owns none)."""
-    from autograd_lint.workers import FileWorker, WorkerPool
+    from autograd_lint.parallel import WorkerPool
 
-    monkeypatch.setattr(FileWorker, "whose", _whose, raising=False)  # forked workers inherit it
-    pool = WorkerPool(2, None, 10)
+    pool = WorkerPool(2, 10, dict)
     try:
         pool.owners = {index: 0 for index in range(10)}
-        answers = pool.run_shared_out("whose", [(i, f"file{i}") for i in range(10)],
-                                      {i: 30_000.0 for i in range(10)}, "the project")
+        answers = pool.run(_whose, [(i, f"file{i}") for i in range(10)],
+                           {i: 30_000.0 for i in range(10)}, "the project")
     finally:
         pool.close()
     assert sorted(answers) == list(range(10))
@@ -214,11 +219,11 @@ def test_a_worker_that_runs_out_takes_files_from_another(monkeypatch):
 
 def test_the_content_hash_is_computed_only_for_the_cache(tmp_path: Path):
     from autograd_lint.cache import content_hash
-    from autograd_lint.workers import FileWorker
+    from autograd_lint.pipeline import Pipeline
 
     module = tmp_path / "m.py"
     module.write_text("import torch\n")
-    (with_cache,) = FileWorker(None).summarize([str(module)])
-    (without,) = FileWorker(None, hashing=False).summarize([str(module)])
+    (with_cache,) = Pipeline(None).summarize([str(module)])
+    (without,) = Pipeline(None, hashing=False).summarize([str(module)])
     assert with_cache.digest == content_hash(module.read_bytes())
     assert without.digest is None and without.summary == with_cache.summary

@@ -19,6 +19,7 @@ from autograd_lint.analysis.module_index import ClassInfo
 from autograd_lint.analysis.project import ProjectFacts
 from autograd_lint.analysis.snippet import ParsedClass, Span
 from autograd_lint.analysis.syntax import (
+    code_children,
     constant_index,
     dotted,
     has_star_arg,
@@ -116,6 +117,18 @@ class Method:
         return {}
 
     @cached_property
+    def parents(self) -> dict[int, cst.CSTNode]:
+        """id(node) -> its parent, over the method's own nodes (nested functions, lambdas and
+        classes left out, as in ``nodes``)."""
+        found: dict[int, cst.CSTNode] = {}
+        for node in [self.node.body, *self.nodes]:
+            if type(node) in (cst.FunctionDef, cst.Lambda, cst.ClassDef) and node is not self.node:
+                continue
+            for child in code_children(node):
+                found[id(child)] = node
+        return found
+
+    @cached_property
     def ctx_name_set(self) -> frozenset[str]:
         """``{ctx_name}`` (empty without parameters): asked for most nodes of a method."""
         return frozenset([self.ctx_name]) if self.ctx_name else frozenset()
@@ -195,7 +208,7 @@ class FunctionModel:
     unknown_base: bool = False
     inherited_from_project: Optional[tuple[set[str], set[str]]] = None
     remote_bases: list[str] = field(default_factory=list)  # Function bases in other files
-    # The file's module-level function of a name, parsed, or None (set by analyse_module).
+    # The file's module-level function of a name, parsed, or None (``SourceFile.module_function``).
     module_function: Callable[[str], Optional["Method"]] = field(default=lambda name: None, repr=False)
     key: str = ""  # ``module.Class`` (analysis.names)
     project: Optional[ProjectFacts] = None

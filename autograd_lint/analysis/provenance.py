@@ -519,16 +519,7 @@ def _root_name(node: cst.BaseExpression, qualify) -> Optional[str]:
 
 def _parents(method: "Method") -> dict[int, cst.CSTNode]:
     """id(node) -> its parent, over the method's own nodes."""
-    cached = method.__dict__.get("_provenance_parents")
-    if cached is None:
-        cached = {}
-        for node in [method.node.body, *method.nodes]:
-            if type(node) in (cst.FunctionDef, cst.Lambda, cst.ClassDef) and node is not method.node:
-                continue
-            for child in code_children(node):
-                cached[id(child)] = node
-        method.__dict__["_provenance_parents"] = cached
-    return cached
+    return method.parents
 
 
 def _call_of(method: "Method", func: cst.Attribute,

@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import ast
 import os
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import torch
 
-if TYPE_CHECKING:  # imported where it is used: inputs imports this module
-    from autograd_lint.dynamic.inputs import Candidate
+from autograd_lint.dynamic.candidate import Candidate
 
 MAX_CALL_SITES = 5
 MAX_DEPTH = 6  # local names resolved through at most this many assignments
@@ -52,10 +51,8 @@ class NotSimple(Exception):
     """The expression needs more than the evaluator may do."""
 
 
-def candidates(cls: type, module: Any, files: list[str], project_root: str = "") -> Iterator["Candidate"]:
+def candidates(cls: type, module: Any, files: list[str], project_root: str = "") -> Iterator[Candidate]:
     """``project_root``: where the call sites' paths are shown from (the child runs elsewhere)."""
-    from autograd_lint.dynamic.inputs import Candidate
-
     namespace = vars(module)
     seen: set[str] = set()
     wrappers: dict[str, tuple[ast.Call, ast.FunctionDef]] = {}  # apply calls on a wrapper's parameters

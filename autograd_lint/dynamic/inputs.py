@@ -23,18 +23,12 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 import torch
 
 from autograd_lint.dynamic import callsites, synthesis
+from autograd_lint.dynamic.candidate import Candidate
 from autograd_lint.dynamic.settings import from_config_value
 from autograd_lint.examples import EXAMPLES_ATTRIBUTE, TensorSpec
 
 SEED = 0
 SEARCH_BUDGET_S = 10.0  # per class: the shape search must not eat the module's time limit
-
-
-@dataclass
-class Candidate:
-    source: str  # "declared" | "call-site" | "synthesized"
-    detail: str  # where exactly: "@example #1", "tests/test_ops.py:12", "(3, 4), (5, 4)"
-    recipe: Callable[[], tuple]  # raw arguments: TensorSpecs, tensors of any dtype, other values
 
 
 @dataclass

@@ -14,12 +14,10 @@ import inspect
 import itertools
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
+from autograd_lint.dynamic.candidate import Candidate
 from autograd_lint.examples import TensorSpec
-
-if TYPE_CHECKING:  # inputs imports this module
-    from autograd_lint.dynamic.inputs import Candidate
 
 FLOAT, INDEX, MASK = "float tensor", "index tensor", "mask tensor"
 MAX_VALUE_COMBINATIONS = 4
@@ -169,7 +167,7 @@ def plans(float_names: list[str], has_index: bool = False) -> list[Plan]:
     return result
 
 
-def candidates(cls: type) -> Iterator["Candidate"]:
+def candidates(cls: type) -> Iterator[Candidate]:
     parameters = forward_parameters(cls)
     if parameters is None:
         return
@@ -185,9 +183,7 @@ def candidates(cls: type) -> Iterator["Candidate"]:
         yield from _candidates_for([Slot(slot.name, "value", (None,)) if slot.optional else slot for slot in slots])
 
 
-def _candidates_for(slots: list[Slot]) -> Iterator["Candidate"]:
-    from autograd_lint.dynamic.inputs import Candidate
-
+def _candidates_for(slots: list[Slot]) -> Iterator[Candidate]:
     float_names = [slot.name for slot in slots if slot.kind == FLOAT]
     has_index = any(slot.kind == INDEX for slot in slots)
     value_choices = list(itertools.islice(

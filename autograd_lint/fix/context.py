@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ast
 import re
-import warnings
 from functools import cached_property
 from typing import Optional, TypeVar
 
@@ -23,8 +22,9 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from autograd_lint.analysis.class_model import FunctionModel, Method
-from autograd_lint.analysis.module import ModuleAnalysis, analyse_module
+from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.analysis.project import ProjectFacts
+from autograd_lint.analysis.source_file import SourceFile
 from autograd_lint.analysis.syntax import code_children, source_lines
 from autograd_lint.catalogue import RULES
 from autograd_lint.findings import Finding
@@ -40,19 +40,29 @@ WHOLE_MODULE_CODES = frozenset(code for code, info in RULES.items() if info.fix_
 
 
 class FixContext:
-    def __init__(self, path: str, text: str, focus: Optional[list[tuple[int, int]]] = None) -> None:
+    def __init__(self, source: SourceFile, focus: Optional[list[tuple[int, int]]] = None,
+                 whole: Optional["FixContext"] = None) -> None:
         """``focus``: (first line, last line) ranges, each a whole class statement; the libcst
         tree then holds only those lines (see the module docstring). libcst parses on first
-        use of ``module``, which raises ``cst.ParserSyntaxError`` if it cannot."""
-        self.path = path
-        self.text = text
+        use of ``module``, which raises ``cst.ParserSyntaxError`` if it cannot. ``whole``: the
+        file's unfocused context, whose model a focused one shares (``focused``)."""
+        self.source = source
         self.focus = focus
-        self.lines = source_lines(text)
+        self._whole = whole  # None for the whole context itself (no reference cycle to itself)
         self._starts: Optional[dict[tuple[int, int], list[cst.CSTNode]]] = None
         self._line_offset = 0  # lines of the file before the first line the libcst tree holds
-        # Function classes already parsed by the lint (ParsedClass by (line, column) of the class
-        # statement): the model reuses them rather than parse each class again.
-        self.parsed_classes: Optional[dict] = None
+
+    @property
+    def path(self) -> str:
+        return self.source.path
+
+    @property
+    def text(self) -> str:
+        return self.source.text
+
+    @property
+    def lines(self) -> list[str]:
+        return self.source.lines
 
     @cached_property
     def module(self) -> cst.Module:
@@ -72,14 +82,11 @@ class FixContext:
 
     def focused(self, findings: list[Finding]) -> "FixContext":
         """A context whose libcst tree holds only the classes of ``findings`` (self when one of
-        them needs more); the file's ast and model are shared, not computed again."""
+        them needs more); the file and its model are shared, not computed again."""
         ranges = focus_of(self, findings)
         if ranges is None:
             return self
-        context = FixContext(self.path, self.text, ranges)
-        context.__dict__.update({k: self.__dict__[k] for k in ("tree", "analysis") if k in self.__dict__})
-        context.parsed_classes = self.parsed_classes
-        return context
+        return FixContext(self.source, ranges, whole=self)
 
     # --- positions ------------------------------------------------------------------------
     def start(self, node: cst.CSTNode) -> tuple[int, int]:
@@ -141,34 +148,26 @@ class FixContext:
         return self.parents.get(node)
 
     # --- the static model --------------------------------------------------------------------
-    @cached_property
+    @property
     def tree(self) -> Optional[ast.Module]:
         """The whole file's ``ast`` (None if Python cannot parse it)."""
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                return ast.parse(self.text, filename=self.path)
-            except (SyntaxError, ValueError):
-                return None
+        return self.source.tree
 
-    @cached_property
+    @property
     def subclassed_names(self) -> Optional[frozenset[str]]:
-        """The last name of every base class in the file (``Base`` for ``class A(pkg.Base)``),
-        gathered once: a fixer asks it for each finding (None if Python cannot parse the file)."""
-        if self.tree is None:
-            return None
-        return frozenset(
-            ast.unparse(base).rsplit(".", 1)[-1]
-            for node in ast.walk(self.tree) if isinstance(node, ast.ClassDef)
-            for base in node.bases
-        )
+        """The last name of every base class in the file (``SourceFile.subclassed_names``)."""
+        return self.source.subclassed_names
+
+    @property
+    def analysis(self) -> Optional[ModuleAnalysis]:
+        """The file's model, on its own: facts from other files only ever add findings, never
+        fixes (None if Python cannot parse the file)."""
+        return (self._whole or self)._analysis_alone
 
     @cached_property
-    def analysis(self) -> Optional[ModuleAnalysis]:
-        if self.tree is None:
-            return None
-        # The file alone: facts from other files only ever add findings, never fixes.
-        return analyse_module(self.path, self.text, self.tree, ProjectFacts(), parsed=self.parsed_classes)
+    def _analysis_alone(self) -> Optional[ModuleAnalysis]:
+        project = ProjectFacts()
+        return self.source.analysis(project) if self.source.analysable(project) else None
 
     @cached_property
     def _models_by_name(self) -> dict[str, list[FunctionModel]]:

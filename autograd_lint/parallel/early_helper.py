@@ -1,17 +1,19 @@
-"""A helper process that reads and summarises files while the main process loads the parser.
+"""A helper process that does the first step of a parallel run while the main process loads the
+parser.
 
-Step 1 of a parallel run needs no parser, and loading libcst, the rules and the fixers costs the
-main process about 0.3 s. So the main process forks this helper first, with a plain ``os.fork``
-(``multiprocessing`` itself takes 20 ms to import, all of it before the helper could start), and
-the helper works through the batches of files from the front. Once the parser is loaded, the
-worker processes take batches from the back until the two ends meet (``claim_from_back``).
+The first step (reading and summarising the files) needs no parser, and loading libcst, the
+rules and the fixers takes the main process a while. So the main process forks this helper
+first, with a plain ``os.fork`` (``multiprocessing`` itself takes time to import, all of it
+before the helper could start: bench/NOTES.md), and the helper works through the batches of
+files from the front. Once the parser is loaded, the worker processes take batches from the back
+until the two ends meet (``claim_from_back``).
 
 The two ends are two integers in memory both processes share. Each side reads the other's end
 before it takes a batch, so a batch is never left over; both may take the very last one, which
-then is summarised twice, the same way. The helper writes its answers, pickled, to a pipe that
-a thread of the main process reads as they come (the answers of torch's 2,300 files fill the
-pipe's buffer ten times over). If the helper dies, the batches it took but did not answer are
-in ``unanswered`` for the caller to do again.
+then is done twice, the same way. The helper writes its answers, pickled, to a pipe that a
+thread of the main process reads as they come (on a large tree the answers fill the pipe's
+buffer many times over). If the helper dies, the batches it took but did not answer are in
+``unanswered`` for the caller to do again.
 """
 
 from __future__ import annotations
@@ -22,16 +24,18 @@ import os
 import pickle
 import struct
 import threading
-from typing import Optional
+from typing import Callable, Optional
 
 _FRONT, _BACK = 0, 8  # byte offsets of the two ends in the shared memory
 _INT = struct.Struct("q")
 
 
 class EarlyHelper:
-    """Summarises ``batches`` (lists of ``(index, path)``) from the front, in a forked process."""
+    """Does ``step`` on ``batches`` (lists of ``(index, payload)``) from the front, in a forked
+    process whose state is ``make_state()`` (see ``pool``: the same step a worker would do)."""
 
-    def __init__(self, batches: list[list[tuple[int, str]]], max_file_size: Optional[int], hashing: bool) -> None:
+    def __init__(self, batches: list[list[tuple[int, object]]], make_state: Callable[[], object],
+                 step: Callable[[object, list], list]) -> None:
         self.batches = batches
         self._ends = mmap.mmap(-1, 16)  # anonymous and shared: the forked process sees the writes
         self._set(_FRONT, 0)
@@ -42,7 +46,7 @@ class EarlyHelper:
             os.close(read)
             code = 1
             try:
-                self._summarise_from_front(write, max_file_size, hashing)
+                self._work_from_front(write, make_state(), step)
                 code = 0
             finally:
                 os._exit(code)  # nothing of the parent's (atexit handlers, buffers) runs here
@@ -64,7 +68,7 @@ class EarlyHelper:
         self._set(_BACK, 0)
 
     def answers(self) -> tuple[dict[int, object], list[int]]:
-        """Waits for the helper to finish; returns (file index -> summary, the batches it took
+        """Waits for the helper to finish; returns (file index -> answer, the batches it took
         but never answered: none, unless it died)."""
         self._reader.join()
         os.waitpid(self._pid, 0)
@@ -82,17 +86,14 @@ class EarlyHelper:
         return answers, [batch for batch in taken if batch not in answered]
 
     # --- in the helper ----------------------------------------------------------------------
-    def _summarise_from_front(self, pipe: int, max_file_size: Optional[int], hashing: bool) -> None:
-        from autograd_lint.workers import FileWorker
-
-        worker = FileWorker(max_file_size, hashing=hashing)
+    def _work_from_front(self, pipe: int, state: object, step: Callable[[object, list], list]) -> None:
         with os.fdopen(pipe, "wb") as out:
             while True:
                 batch = self._get(_FRONT)
                 if batch >= self._get(_BACK):
                     return
                 self._set(_FRONT, batch + 1)
-                results = worker.summarize([path for _, path in self.batches[batch]])
+                results = step(state, [payload for _, payload in self.batches[batch]])
                 pickle.dump((batch, results), out, protocol=pickle.HIGHEST_PROTOCOL)
                 out.flush()
 

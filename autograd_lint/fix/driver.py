@@ -1,4 +1,5 @@
-"""The driver: fix each file to a fixed point, check the result, then write it or diff it.
+"""The ``--fix``/``--diff`` driver: fix each file to a fixed point, check the result, then write
+it or diff it. A front, as the CLI is: it lints again through the engine.
 
 For each file with fixable findings: ask the fixers, apply the fixes that do not overlap,
 lint the new text again (one fix can expose or settle another), and repeat, at most
@@ -15,14 +16,17 @@ from __future__ import annotations
 import argparse
 import io
 import tokenize
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Callable, Optional, TextIO
 
 import libcst as cst
 
+from autograd_lint.analysis.source_file import SourceFile
+from autograd_lint.engine import lint_text
 from autograd_lint.findings import Finding
+from autograd_lint.fix.available import fix_for
 from autograd_lint.fix.context import FixContext
-from autograd_lint.fix.edits import Fix, Round
+from autograd_lint.fix.edits import Round
 from autograd_lint.fix.options import FixOptions, fix_counts
 from autograd_lint.fix.registry import FIXERS
 from autograd_lint.fix.write import unified_diff, write_atomically
@@ -117,7 +121,7 @@ def _one_round(path: str, text: str, findings: list[Finding], unsafe: bool,
     fixable = sorted(f for f in findings if f.code in FIXERS)
     if not fixable:
         return [], text
-    context = FixContext(path, text)
+    context = FixContext(SourceFile(path, text=text))
     try:
         context.module
     except cst.ParserSyntaxError:
@@ -131,21 +135,6 @@ def _one_round(path: str, text: str, findings: list[Finding], unsafe: bool,
     if not applied:
         return [], text
     return applied, accepted.apply(context.module).code
-
-
-def fix_for(context: FixContext, finding: Finding, failures: Optional[list[str]] = None) -> Optional[Fix]:
-    """The fixer's answer; a fixer that fails on odd code offers no fix rather than stopping
-    the run (the finding is still reported, fix_available false). It is a bug all the same:
-    with ``failures`` (``--fix``/``--diff``) one line about it is kept for stderr, once."""
-    try:
-        return FIXERS[finding.code](context, finding)
-    except Exception as error:  # noqa: BLE001 - see the docstring
-        if failures is not None:
-            lines = str(error).strip().splitlines()
-            line = f"fixer for {finding.code} failed: {type(error).__name__}" + (f": {lines[0]}" if lines else "")
-            if line not in failures:
-                failures.append(line)
-        return None
 
 
 def _span(context: FixContext, node: cst.CSTNode):
@@ -166,40 +155,4 @@ def _verify(path: str, text: str, encoding: str) -> Optional[str]:
 
 
 def _lint_alone(path: str, text: str, selection) -> list[Finding]:
-    from autograd_lint.engine import lint_text
-
     return lint_text(path, text, selection, annotate_fixes=False).findings
-
-
-# --- fix_available ------------------------------------------------------------------------------
-
-def annotate_text(path: str, text: str, findings: list[Finding], focus: bool = True, tree=None,
-                  parsed_classes: Optional[dict] = None) -> list[Finding]:
-    """``findings`` of the file ``text`` with ``fix_available``/``fix_safe`` set where a fixer
-    can fix them. Called by the engine for files with findings of fixable codes only, so the
-    answer is cached with the findings and other files cost nothing more. ``focus``: libcst
-    parses only the Function classes of the findings (see ``fix.context``), which gives the
-    same answer as the whole module (tests/test_fix.py checks it on every fixture). ``tree``:
-    the file's ``ast``, when the caller has it; ``parsed_classes``: its Function classes as the
-    lint parsed them (``analysis.module.parsed_classes``)."""
-    fixable = [f for f in findings if f.code in FIXERS]
-    try:
-        whole = FixContext(path, text)
-        if tree is not None:
-            whole.__dict__["tree"] = tree  # the cached property, filled in: not parsed again
-        whole.parsed_classes = parsed_classes
-        context = whole.focused(fixable) if focus else whole
-        try:
-            context.module
-        except cst.ParserSyntaxError:
-            context = whole  # a blanked-out file libcst reads differently: ask the whole one
-            context.module
-    except (cst.ParserSyntaxError, RecursionError):
-        return findings
-    annotated = []
-    for finding in findings:
-        fix = fix_for(context, finding) if finding.code in FIXERS else None
-        if fix is not None:
-            finding = replace(finding, fix_available=True, fix_safe=fix.safe)
-        annotated.append(finding)
-    return annotated

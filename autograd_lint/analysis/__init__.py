@@ -1,0 +1,1 @@
+"""The shared model the rules read: module index, Function class models, project facts."""

@@ -1,0 +1,17 @@
+"""``Candidate``: one way of calling a Function class, as each source of example inputs offers it.
+
+The sources (``inputs`` for declared examples, ``callsites``, ``synthesis``) yield candidates and
+``inputs.choose_inputs`` tries them in order; the type lives here, below all of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+
+@dataclass
+class Candidate:
+    source: str  # "declared" | "call-site" | "synthesized"
+    detail: str  # where exactly: "@example #1", "tests/test_ops.py:12", "(3, 4), (5, 4)"
+    recipe: Callable[[], tuple]  # raw arguments: TensorSpecs, tensors of any dtype, other values
