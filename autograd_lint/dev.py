@@ -1,7 +1,7 @@
 """Tools for working on autograd-lint itself, from a checkout: ``python -m autograd_lint.dev``.
 
 ``new-rule AGL209 some-name --severity warning --summary "..."`` scaffolds a rule (as ruff's
-``scripts/add_rule.py`` does): the catalogue row, the rule module, the page and the bad/good
+add_rule script does): the catalogue row, the rule module, the page and the bad/good
 fixtures, then regenerates the README's tables. ``readme`` regenerates those tables alone.
 CONTRIBUTING.md walks through the rest.
 

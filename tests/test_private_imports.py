@@ -4,7 +4,7 @@ A leading underscore says "only this module relies on it", so it can be changed 
 elsewhere. An import of ``_helper`` from another module, or ``module._helper``, breaks that
 promise: the helper is shared logic and belongs, public, where both can see it (a rule and its
 fixer: the rule module; several rules: ``analysis/``). Modules whose own name starts with an
-underscore (``rules/_common.py``) are shared helpers of their package; their public names are
+underscore (``autograd_lint/rules/_common.py``) are shared helpers of their package; their public names are
 fair game. Dunder names (``__version__``) are public.
 """
 

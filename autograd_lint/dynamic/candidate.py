@@ -13,5 +13,5 @@ from typing import Callable
 @dataclass
 class Candidate:
     source: str  # "declared" | "call-site" | "synthesized"
-    detail: str  # where exactly: "@example #1", "tests/test_ops.py:12", "(3, 4), (5, 4)"
+    detail: str  # where exactly: "@example #1", "test_ops.py:12" (a call site in the user's tests), "(3, 4), (5, 4)"
     recipe: Callable[[], tuple]  # raw arguments: TensorSpecs, tensors of any dtype, other values
