@@ -69,7 +69,7 @@ def facts_of(source: SourceFile, final_names: Optional[frozenset[str]] = None) -
     Function classes or call gradcheck); the file then keeps only what its lint needs
     (``SourceFile.keep_only_index``)."""
     if source.tree is None:
-        return agl000(source.path, source.problem)
+        return agl000(source.path, source.problem, *source.problem_at)
     facts = facts_from_index(source.facts_index())
     if final_names is not None:
         source.keep_only_index(final_names)
@@ -86,7 +86,7 @@ def lint_file(source: SourceFile, codes: frozenset[str], project: ProjectFacts, 
     result = FileResult(source.path)
     if not source.analysable(project):
         if "AGL000" in codes:
-            result.findings.append(agl000(source.path, source.problem))
+            result.findings.append(agl000(source.path, source.problem, *source.problem_at))
         return result
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, _RECURSION_LIMIT))
@@ -206,8 +206,10 @@ def load_the_analysis() -> None:
 
 # --- messages ---------------------------------------------------------------------------------
 
-def agl000(path: str, message: str, line: int = 1) -> Finding:
-    return Finding(path=path, line=line, column=1, end_line=line, end_column=1, code="AGL000", message=message)
+def agl000(path: str, message: str, line: int = 1, column: int = 1) -> Finding:
+    """A file that cannot be read or parsed: at 1:1, or where Python places its syntax error."""
+    return Finding(path=path, line=line, column=column, end_line=line, end_column=column, code="AGL000",
+                   message=message)
 
 
 def _short_traceback() -> str:

@@ -74,3 +74,16 @@ def test_one_unit_for_sizes_everywhere(tmp_path: Path) -> None:
     big.write_bytes(b"x = 1\n" * 1_000_000)  # 6,000,000 bytes
     result = run_cli("--no-cache", "big.py", cwd=tmp_path)
     assert "file is 5.7 MiB, over the 5.0 MiB limit" in result.stdout
+
+
+def test_a_syntax_error_is_reported_where_python_places_it(tmp_path: Path) -> None:
+    (tmp_path / "broken.py").write_text(
+        "import torch\n\n\nclass F(torch.autograd.Function):\n    def forward(ctx, x:\n        pass\n",
+        encoding="utf-8")
+    result = run_cli("--no-cache", "--format", "json", "broken.py", cwd=tmp_path)
+    (finding,) = json.loads(result.stdout)["findings"]
+    try:
+        compile((tmp_path / "broken.py").read_text(encoding="utf-8"), "broken.py", "exec")
+    except SyntaxError as error:
+        where = (error.lineno, error.offset)
+    assert (finding["code"], finding["line"], finding["column"]) == ("AGL000", *where) == ("AGL000", 5, 16)

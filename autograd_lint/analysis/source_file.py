@@ -49,6 +49,8 @@ class SourceFile:
         self.hashing = hashing
         self.digest: Optional[str] = None
         self.problem: Optional[str] = None  # why it cannot be read or parsed, for its AGL000
+        # Where the AGL000 goes: (line, 1-based column) where Python says a syntax error is.
+        self.problem_at: tuple[int, int] = (1, 1)
         self._text = text
         self._tree = tree
         self._skeleton: Optional[ModuleSkeleton] = None
@@ -98,6 +100,8 @@ class SourceFile:
                     self._tree = ast.parse(self._text, filename=self.path)
             except (SyntaxError, ValueError, MemoryError, RecursionError) as error:
                 self.problem = _syntax_message(error)
+                if isinstance(error, SyntaxError) and error.lineno:
+                    self.problem_at = (error.lineno, max(error.offset or 1, 1))
         return self._tree
 
     @property
