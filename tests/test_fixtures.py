@@ -158,8 +158,8 @@ def test_every_static_rule_has_fixtures() -> None:
             elif not info.default_enabled and c != directory.name:
                 problems.append(f"{directory.name}/{rel}:{lineno}: {c} is off by default and not selected here")
         for path in source_files(directory):
-            if (path.relative_to(directory).as_posix(), 1, "AGL000") in markers_in(path, directory):
-                continue  # meant not to parse
+            if any(code == "AGL000" for _, _, code in markers_in(path, directory)):
+                continue  # meant not to parse (the marker sits where Python places the error)
             try:
                 compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
             except SyntaxError as exc:
