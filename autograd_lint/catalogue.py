@@ -178,7 +178,7 @@ RULES: dict[str, RuleInfo] = {
                  confirmable=True, explains=("AGL902",)),
         RuleInfo("AGL306", "undefined-grad-arithmetic", "error",
                  "with ctx.set_materialize_grads(False), backward computes with a gradient it never checks for None",
-                 confirmable=True),
+                 confirmable=True, explains=("AGL907",)),
         RuleInfo("AGL401", "needs-input-grad-unchecked", "warning",
                  "a costly gradient computed without a ctx.needs_input_grad guard",
                  confirmable=True),
@@ -202,7 +202,8 @@ RULES: dict[str, RuleInfo] = {
                  confirmable=True),
         RuleInfo("AGL603", "autocast-decorator-mismatch", "warning",
                  "@custom_fwd on forward without @custom_bwd on backward, or the reverse",
-                 graded="error (custom_bwd alone) / warning (custom_fwd alone)"),
+                 graded="error (custom_bwd alone) / warning (custom_fwd alone)",
+                 confirmable=True, explains=("AGL901", "AGL906")),
         RuleInfo("AGL604", "deprecated-amp-decorator", "warning",
                  "torch.cuda.amp.custom_fwd/custom_bwd, deprecated for torch.amp.custom_fwd(device_type=...)"),
         RuleInfo("AGL901", "gradcheck-failed", "error", "gradcheck failed (--dynamic)", static=False),
@@ -211,5 +212,12 @@ RULES: dict[str, RuleInfo] = {
                  "backward returned a wrong count, shape, dtype or device at runtime (--dynamic)", static=False),
         RuleInfo("AGL904", "cuda-only-failure", "error",
                  "passes on CPU but fails on CUDA (--dynamic)", static=False),
+        RuleInfo("AGL906", "autocast-failure", "error",
+                 "forward under autocast, or backward after it, raises where the same calls in float32 run "
+                 "(--dynamic)", static=False,
+                 graded="error (the Function has @custom_fwd/@custom_bwd) / warning (it has neither)"),
+        RuleInfo("AGL907", "undefined-gradient-failure", "error",
+                 "backward raises when an unused output's gradient is None (set_materialize_grads(False); "
+                 "--dynamic)", static=False),
     ]
 }

@@ -55,6 +55,8 @@ EVIDENCE = {
               r"index_add_\(\): self \(Float\) and source \(Double\) .* and ran with float64",
     "AGL601": r"torch\.func\.vmap over Double raised RuntimeError: .*both generate_vmap_rule=True and an overridden vmap",
     "AGL602": r"torch\.func\.jvp over Exp raised ValueError: not enough values to unpack .*saved_tensors was \(\) in jvp",
+    "AGL603": r"backward raised (RuntimeError: expected m1 and m2 to have the same dtype.*lacks "
+              r"@torch\.amp\.custom_bwd|AttributeError: .*_fwd_used_autocast.*only @custom_fwd sets)",
 }
 
 

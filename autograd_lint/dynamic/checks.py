@@ -10,6 +10,10 @@
   error does not say which input is worst.
 - AGL902: ``gradgradcheck``, only when gradcheck passed and backward is not ``once_differentiable``.
 - AGL904 (``compare_devices``): the same checks on CUDA after they passed on the CPU.
+- AGL907 (undefined_grads.py): backward with an unused output's gradient left undefined (None);
+  when it fails, gradcheck (whose own undefined-gradient test would fail the same way) is skipped.
+- AGL906 (autocast_check.py): forward under CPU autocast (bfloat16), backward after it.
+These two need neither a deterministic forward nor gradcheck, so they run first.
 A forward that gives different outputs for the same inputs (dropout) is not gradchecked at all:
 finite differences of a random function are noise.
 """
@@ -24,7 +28,9 @@ from typing import Any, Callable, Optional
 import torch
 from torch.autograd.gradcheck import GradcheckError
 
+from autograd_lint.dynamic.autocast_check import autocast_failure
 from autograd_lint.dynamic.inputs import flatten_outputs, has_derivative  # noqa: F401 (re-exported)
+from autograd_lint.dynamic.undefined_grads import undefined_gradient_failure
 
 EPS, ATOL, RTOL = 1e-6, 1e-5, 1e-3
 
@@ -36,6 +42,8 @@ class RuntimeFinding:
     # AGL903 only: what was wrong ("count", "shape", "dtype", "device", "type"), so that the
     # parent can tell which static finding explains it (dedupe.py) without parsing the message.
     kinds: tuple[str, ...] = ()
+    # For a runtime code graded by harm (AGL906): this finding's severity; empty: the catalogue's.
+    level: str = ""
 
 
 @dataclass
@@ -68,6 +76,17 @@ def run_checks(cls: type, make_inputs: Callable[[], tuple], names: list[str],
     if not has_differentiable_output(cls, make_inputs):
         report.skipped.append("all checks: forward returns no differentiable output (backward is never called)")
         return report
+    undefined = None
+    if not guessed_backward_error:  # on guessed inputs a backward failure tells nothing
+        undefined = undefined_gradient_failure(cls, make_inputs)
+        report.ran.append("undefined gradients")
+        if undefined:
+            report.findings.append(RuntimeFinding("AGL907", undefined))
+        autocast = autocast_failure(cls, make_inputs)
+        report.ran.append("autocast")
+        if autocast:
+            report.findings.append(RuntimeFinding("AGL906", autocast.message,
+                                                  level="error" if autocast.declares_autocast else "warning"))
     if not is_repeatable(cls, make_inputs):
         report.skipped.append("gradcheck: forward is not deterministic (the same inputs gave different "
                               "outputs: randomness, or inputs changed in place)")
@@ -83,6 +102,10 @@ def run_checks(cls: type, make_inputs: Callable[[], tuple], names: list[str],
     if guessed_backward_error:
         report.skipped.append(f"gradcheck: backward raised on every synthesized input ({guessed_backward_error}), "
                               "so a failure would not tell a bug from a wrong guess")
+        return report
+    if undefined:
+        report.skipped.append("gradcheck: backward fails on an undefined gradient (AGL907), which gradcheck's "
+                              "undefined-gradient test would only repeat")
         return report
     failure = gradcheck_failure(cls, make_inputs, names)
     report.ran.append("gradcheck")

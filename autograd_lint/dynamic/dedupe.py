@@ -33,7 +33,9 @@ def _explainers(runtime: str) -> frozenset[str]:
 # that cannot be right (a wrong count, None, not scaled by grad_output, from the wrong or a
 # changed saved tensor, float32 meeting float64); gradgradcheck (AGL902) when backward leaves
 # autograd or writes into grad_output: the second derivative is wrong while the first is right.
-EXPLAINED_BY: dict[str, frozenset[str]] = {runtime: _explainers(runtime) for runtime in ("AGL901", "AGL902")}
+# Likewise AGL906 (autocast) by AGL603, and AGL907 (undefined gradients) by AGL306.
+EXPLAINED_BY: dict[str, frozenset[str]] = {code: _explainers(code) for code, info in RULES.items()
+                                           if not info.static and code != "AGL903"}
 # AGL903 reports several problems at once; each must be explained for the finding to be merged.
 AGL903_EXPLAINED_BY: dict[str, frozenset[str]] = {kind: _explainers(f"AGL903:{kind}") for kind in AGL903_KINDS}
 

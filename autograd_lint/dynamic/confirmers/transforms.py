@@ -1,5 +1,5 @@
-"""torch.func and undefined gradients: vmap (AGL601), forward-mode AD (AGL602), gradients left
-None by ``set_materialize_grads(False)`` (AGL306)."""
+"""torch.func, autocast and undefined gradients: vmap (AGL601), forward-mode AD (AGL602), the
+autocast decorators (AGL603), gradients left None by ``set_materialize_grads(False)`` (AGL306)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Optional
 
 import torch
 
+from autograd_lint.dynamic.autocast_check import autocast_failure, plain_run_error
 from autograd_lint.dynamic.confirmers.probe import (
     Result, Subject, Unverifiable, apply, confirmed, describe_error, fresh_inputs,
     not_reproduced, output_grads, patched,
@@ -102,3 +103,21 @@ def _named_gradient_position(subject: Subject) -> Optional[int]:
     except (TypeError, ValueError):
         return None
     return names.index(match.group(1)) if match.group(1) in names else None
+
+
+def autocast_decorator_mismatch(subject: Subject) -> Result:
+    """AGL603: a lone @custom_bwd raises in every backward (it reads ``ctx._fwd_used_autocast``,
+    which only @custom_fwd sets): that AttributeError confirms. Otherwise forward under
+    ``torch.autocast("cpu", dtype=torch.bfloat16)``, backward after it, with the class's
+    decorators pointed at the CPU (the AGL906 check, dynamic/autocast_check.py): an exception that
+    the same calls without autocast do not raise confirms."""
+    fresh_inputs(subject)  # inputs that cannot be built make the finding unverified, not refuted
+    plain = plain_run_error(subject.function_class, subject.make_inputs)
+    if plain is not None and "_fwd_used_autocast" in plain:  # @custom_bwd without @custom_fwd
+        return confirmed(f"{plain}, without autocast: @custom_bwd reads what only @custom_fwd sets on the ctx")
+    if plain is not None:  # the Function fails without autocast: autocast cannot be judged
+        raise Unverifiable(f"without autocast, {plain}")
+    failure = autocast_failure(subject.function_class, subject.make_inputs)
+    if failure is not None:
+        return confirmed(failure.message)
+    return not_reproduced(f"{subject.name} ran forward under CPU autocast (bfloat16) and backward after it")
