@@ -434,3 +434,31 @@ def test_undefined_gradients_are_caught_where_gradcheck_cannot_run(fixture_run):
         assert "undefined gradients" in function(report, name)["ran"], name
         assert "gradcheck" in function(report, name)["ran"], name
         assert not [f for f in findings if f["function_class"] == name], name
+
+
+def test_synthesized_shapes_give_each_dimension_its_own_size(fixture_run):
+    """A swapped height and width is invisible on a square input: gradcheck passes it there."""
+    _, findings, report = fixture_run
+    wrong = runtime(findings, "swapped_axes.py", "AGL903")
+    assert set(wrong) == {"RowMeanPool"}, wrong
+    assert wrong["RowMeanPool"]["message"] == (
+        "RowMeanPool: gradient for input 0 (`x`) has shape (2, 3, 5, 4), the input (2, 3, 4, 5) "
+        "(the same sizes in another order: axes swapped)")
+    _plain_gradcheck_passes(DYNAMIC / "swapped_axes.py", "RowMeanPool", (2, 3, 4, 4))
+    assert function(report, "RowMeanPoolRight")["inputs"]["shapes"] == "(2, 3, 4, 5)"
+    # A forward that refuses every non-square plan still gets inputs: the square plans come last.
+    assert function(report, "SquareOnly")["inputs"]["shapes"] == "(4, 4)"
+    assert not [f for f in findings if f["function_class"] in ("RowMeanPoolRight", "SquareOnly")
+                and f["code"].startswith("AGL9")]
+
+
+def test_only_a_permuted_shape_counts_as_swapped_axes():
+    from autograd_lint.dynamic.inputs import swapped_axes
+
+    message = ("backward raised RuntimeError: Function FBackward returned an invalid gradient at index 0 - "
+               "got [{}] but expected shape compatible with [2, 3, 4, 5]")
+    assert swapped_axes(message.format("2, 3, 5, 4"))
+    assert not swapped_axes(message.format("2, 3, 4, 5"))
+    assert not swapped_axes(message.format("2, 3, 4"))
+    assert not swapped_axes(message.format("6, 4, 5"))
+    assert not swapped_axes("backward raised TypeError: unsupported operand")

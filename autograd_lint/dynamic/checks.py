@@ -209,8 +209,10 @@ def raw_backward_problems(cls: type, make_inputs: Callable[[], tuple],
             blocking = True
             continue
         if grad.shape != value.shape and not _reducible(grad.shape, value.shape):
+            swapped = sorted(grad.shape) == sorted(value.shape)
             problems.append(("shape", f"gradient for {what} has shape {tuple(grad.shape)}, "
-                                      f"the input {tuple(value.shape)}"))
+                                      f"the input {tuple(value.shape)}"
+                                      + (" (the same sizes in another order: axes swapped)" if swapped else "")))
             blocking = True
         if grad.dtype != value.dtype:
             problems.append(("dtype", f"gradient for {what} is {_dtype(grad)}, the input {_dtype(value)} "
