@@ -87,3 +87,22 @@ def test_a_syntax_error_is_reported_where_python_places_it(tmp_path: Path) -> No
     except SyntaxError as error:
         where = (error.lineno, error.offset)
     assert (finding["code"], finding["line"], finding["column"]) == ("AGL000", *where) == ("AGL000", 5, 16)
+
+
+def test_a_diff_of_the_current_directory_applies_with_git(tmp_path: Path) -> None:
+    """`autograd-lint --diff .` names files `a/myops/x.py`, not `a/./myops/x.py`, which git rejects."""
+    package = tmp_path / "myops"
+    package.mkdir()
+    (package / "x.py").write_text(
+        "import torch\n\n\nclass F(torch.autograd.Function):\n    def forward(ctx, x):\n        return x * 2\n\n"
+        "    @staticmethod\n    def backward(ctx, g):\n        return g * 2\n", encoding="utf-8")
+    subprocess.run(["git", "init", "-q", "."], cwd=tmp_path, check=True)
+    result = run_cli("--no-cache", "--diff", ".", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert result.stdout.startswith("--- a/myops/x.py\n+++ b/myops/x.py\n"), result.stdout
+    # A path outside the current directory stays absolute on both sides.
+    elsewhere = run_cli("--no-cache", "--diff", str(package / "x.py"), cwd=REPO_ROOT)
+    assert elsewhere.stdout.startswith(f"--- {package / 'x.py'}\n+++ {package / 'x.py'}\n"), elsewhere.stdout
+    (tmp_path / "fix.patch").write_text(result.stdout, encoding="utf-8")
+    subprocess.run(["git", "apply", "fix.patch"], cwd=tmp_path, check=True)
+    assert "    @staticmethod\n    def forward(ctx, x):" in (package / "x.py").read_text(encoding="utf-8")
