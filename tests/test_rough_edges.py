@@ -106,3 +106,32 @@ def test_a_diff_of_the_current_directory_applies_with_git(tmp_path: Path) -> Non
     (tmp_path / "fix.patch").write_text(result.stdout, encoding="utf-8")
     subprocess.run(["git", "apply", "fix.patch"], cwd=tmp_path, check=True)
     assert "    @staticmethod\n    def forward(ctx, x):" in (package / "x.py").read_text(encoding="utf-8")
+
+
+def _flake8(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    environment = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    return subprocess.run([sys.executable, "-m", "flake8", "--isolated", "--select", "AGL", *args], cwd=cwd,
+                          env=environment, capture_output=True, text=True, timeout=120)
+
+
+def test_flake8_and_the_cli_agree_on_a_file_python_cannot_decode(tmp_path: Path) -> None:
+    """Latin-1 bytes without a coding line: Python refuses the file, the CLI says AGL000, and
+    flake8 (which falls back to Latin-1 and would lint it) must say the same."""
+    latin1 = BAD.replace("import torch", "import torch  # caf\u00e9", 1).encode("latin-1")
+    (tmp_path / "latin1.py").write_bytes(latin1)
+    (tmp_path / "declared.py").write_bytes(b"# -*- coding: latin-1 -*-\n" + latin1)
+    (tmp_path / "utf8.py").write_bytes(latin1.decode("latin-1").encode("utf-8"))
+    cli = run_cli("--no-cache", "latin1.py", "declared.py", "utf8.py", cwd=tmp_path)
+    flake8 = _flake8("latin1.py", "declared.py", "utf8.py", cwd=tmp_path)
+
+    def codes(output: str, name: str) -> list[tuple[str, str]]:
+        return sorted((line.split(":")[1], line.split(": ")[1].split()[0])
+                      for line in output.splitlines() if line.startswith(f"{name}:"))
+
+    message = ("AGL000 could not decode as utf-8 (no PEP 263 coding cookie, so Python reads it as utf-8): "
+               "invalid continuation byte")
+    assert f"latin1.py:1:1: {message}" in cli.stdout and f"latin1.py:1:1: {message}" in flake8.stdout, flake8
+    for name in ("latin1.py", "declared.py", "utf8.py"):
+        assert codes(cli.stdout, name) == codes(flake8.stdout, name), (name, cli.stdout, flake8.stdout)
+    declared = {code for _, code in codes(flake8.stdout, "declared.py")}
+    assert "AGL201" in declared and "AGL000" not in declared
