@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 PARSE_ERROR = "AGL000"  # reported by the engine itself when a file cannot be read or parsed
+# Reported by the pipeline from the other rules' findings (``suppression.suppression_problems``).
+UNUSED_SUPPRESSION = "AGL001"
 
 
 @dataclass(frozen=True)
@@ -81,8 +83,9 @@ class RuleInfo:
 
     @property
     def has_rule_module(self) -> bool:
-        """Checked by a module of ``autograd_lint.rules`` (not AGL000, not the runtime codes)."""
-        return self.static and self.code != PARSE_ERROR
+        """Checked by a module of ``autograd_lint.rules`` (not AGL000 or AGL001, which the pipeline
+        reports, not the runtime codes)."""
+        return self.static and self.code not in (PARSE_ERROR, UNUSED_SUPPRESSION)
 
     @property
     def rule_module(self) -> str:
@@ -94,6 +97,11 @@ RULES: dict[str, RuleInfo] = {
     info.code: info
     for info in [
         RuleInfo("AGL000", "parse-error", "error", "the file could not be read or parsed"),
+        RuleInfo("AGL001", "unused-suppression", "warning",
+                 "a suppression comment that does nothing: an AGL code no finding meets, an unknown code, "
+                 "a disable comment off the class line, a malformed directive",
+                 fix="remove the unused codes (the whole comment when none is left)", fix_safety="safe",
+                 fix_reads_whole_module=True),
         RuleInfo("AGL101", "backward-return-count", "error",
                  "backward returns a different number of gradients than forward has inputs",
                  confirmable=True, explains=("AGL901", "AGL903:count"),
