@@ -4,6 +4,7 @@ never gets a gradient. The finding points at the ``None``."""
 
 from __future__ import annotations
 
+import re
 from typing import Iterator, Optional
 
 import libcst as cst
@@ -40,6 +41,8 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
                 continue  # the author decides what it gets (ctx.needs_input_grad[i], .requires_grad)
             if not looks_trained(param.name, names):
                 continue  # rotary cos/sin, masks, frozen bases: constants by design, None is right
+            if re.search(rf"\b{re.escape(param.name)}\.requires_grad\b", module.text):
+                continue  # the file's callers test it (`if bias.requires_grad: <another path>`)
             if model.input_tensorness.get(param.name) is not Tensorness.TENSOR:
                 continue  # a number needs None; an unknown input may be one
             if model.provenance.is_index_tensor(position):
