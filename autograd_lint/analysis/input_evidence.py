@@ -51,29 +51,6 @@ NON_TENSOR_NAME = re.compile(
 # Names that are an int as often as a tensor: no conclusion either way.
 AMBIGUOUS_NAME = re.compile(r"^(idx|index|i|j|start|end|step|pos|position|key|\w+_idx)$")
 
-# Names of inputs that are trained parameters (a layer's weight and bias), as opposed to the
-# constants many Functions also take (rotary cos/sin, masks, frozen random bases, estimators'
-# side inputs): what a dropped gradient is a bug for (AGL308).
-PARAMETER_NAME = re.compile(
-    r"^(weight|weights|bias|biases|w|W|gamma|kernel|\w+_weight|\w+_weights|\w+_bias|weight_\w+|"
-    r"bias_\w+|w_\w+|W_\w+)$"
-)
-# ... unless the name says it weighs samples, classes or positions of a loss, or masks attention
-# (`pos_weight`, `class_weight`, `attn_bias`): data, never trained.
-_NOT_A_PARAMETER = re.compile(r"label|target|class|sample|pos|neg|loss|mask|edge|attn|attention|score|"
-                              r"position|token|reduction|ignore")
-# An input named like this makes the Function a loss, whose `weight` weighs classes or samples.
-_LOSS_INPUT = re.compile(r"^(target|targets|label|labels|y_true|gt|ground_truth)$")
-
-
-def looks_trained(name: str, input_names: Iterable[str]) -> bool:
-    """Whether the name of a forward input says it is a trained parameter (``weight``,
-    ``bias``, ``proj_weight``), not data (``pos_weight``, ``attn_bias``, a loss's ``weight``)."""
-    if not PARAMETER_NAME.match(name) or _NOT_A_PARAMETER.search(name.lower()):
-        return False
-    return not any(_LOSS_INPUT.match(other) for other in input_names)
-
-
 _TENSOR_ANNOTATION = re.compile(r"\w*Tensor\b|\bParameter\b")
 _CONTAINER_OR_SCALAR = re.compile(
     r"\b(int|float|bool|str|complex|bytes|tuple|list|dict|set|Tuple|List|Dict|Set|Sequence|"

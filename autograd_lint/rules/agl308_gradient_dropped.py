@@ -1,6 +1,7 @@
 """AGL308 gradient-dropped: backward returns None for an input that forward's output certainly
-depends on through differentiable arithmetic (``analysis/dependence.py``), so that input silently
-never gets a gradient. The finding points at the ``None``."""
+depends on through differentiable arithmetic (``analysis/dependence.py``) and that the file's
+own callers fill with a trainable ``nn.Parameter`` (``analysis/parameters.py``), so that
+parameter silently never gets a gradient. The finding points at the ``None``."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from autograd_lint.analysis.dependence import certain_inputs
-from autograd_lint.analysis.input_evidence import looks_trained
 from autograd_lint.analysis.module import ModuleAnalysis
+from autograd_lint.analysis.parameters import trainable_parameter_argument
 from autograd_lint.analysis.syntax import constant_index, is_ctx_attr
 from autograd_lint.analysis.tensorness import Tensorness
 from autograd_lint.findings import Finding
@@ -21,12 +22,16 @@ CODE = "AGL308"
 
 
 def check(module: ModuleAnalysis) -> Iterator[Finding]:
+    if "Parameter" not in module.text:
+        return  # no nn.Parameter made in this file: no evidence that any input trains
     for model in module.classes:
         backward = model.own("backward")
         if backward is None or model.inputs is None or is_stub(backward) or raises_only(backward):
             continue
         if _accumulates_elsewhere(backward):
             continue  # `weight.main_grad.add_(...)`: the gradient goes around autograd on purpose
+        if _says_frozen(module, model):
+            continue  # "frozen base weight", "no gradient for the weight": documented on purpose
         returns = reachable_returns(backward)
         judge = model.judge(backward)
         gradients = [returned_values(r.value, judge) for r in returns]
@@ -34,17 +39,15 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
             continue  # a return we cannot read: it may give every gradient
         if all(_is_none(v, judge) for values in gradients for v in values):
             continue  # no gradient at all: AGL107's stub, or a Function never meant to train
-        names = [p.name for p in model.inputs]
         for position, forward_return in sorted(certain_inputs(model).items()):
             param = model.inputs[position]
             if _asks_whether_it_needs_grad(model, position, param.name):
                 continue  # the author decides what it gets (ctx.needs_input_grad[i], .requires_grad)
-            if not looks_trained(param.name, names):
-                continue  # rotary cos/sin, masks, frozen bases: constants by design, None is right
-            if re.search(rf"\b{re.escape(param.name)}\.requires_grad\b", module.text):
-                continue  # the file's callers test it (`if bias.requires_grad: <another path>`)
-            if model.input_tensorness.get(param.name) is not Tensorness.TENSOR:
-                continue  # a number needs None; an unknown input may be one
+            evidence = trainable_parameter_argument(module.index.tree, module.text, model.name, position)
+            if evidence is None:
+                continue  # maybe a constant by design (cos/sin, a mask, a frozen LoRA base): None is right
+            if model.input_tensorness.get(param.name) is Tensorness.NOT_TENSOR:
+                continue  # the evidence says otherwise: leave it
             if model.provenance.is_index_tensor(position):
                 continue  # integer and boolean tensors cannot require grad
             if not all(position < len(values) and _is_none(values[position], judge) for values in gradients):
@@ -54,9 +57,10 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
             yield module.at(
                 CODE, model, backward, where,
                 f"backward returns None for {param.name}, but forward's output (the return at line "
-                f"{line}) depends on {param.name} through differentiable arithmetic: {param.name}.grad "
-                f"stays None and it never trains, with no error; return its gradient, or raise when "
-                f"ctx.needs_input_grad[{position}] if it must stay constant",
+                f"{line}) depends on it through differentiable arithmetic, and it is self.{evidence.attribute}, "
+                f"a trainable nn.Parameter (line {evidence.line}): its .grad stays None and it never trains, "
+                f"with no error; return its gradient, or raise when ctx.needs_input_grad[{position}] if it "
+                f"must stay constant",
             )
 
 
@@ -78,6 +82,17 @@ def _reported_node(ret: cst.Return, position: int) -> cst.CSTNode:
             isinstance(e, cst.StarredElement) for e in value.elements):
         return value.elements[position].value
     return ret
+
+
+_FROZEN_WORDS = re.compile(
+    r"\bfrozen\b|\bfreez|not trained|never trained|no grad|no gradient|not trainable|non-trainable", re.IGNORECASE)
+
+
+def _says_frozen(module: ModuleAnalysis, model) -> bool:
+    """The class's text (docstring, comments) says some input is frozen or gets no gradient."""
+    node = model.info.node
+    text = "\n".join(module.lines[node.lineno - 1:getattr(node, "end_lineno", node.lineno)])
+    return bool(_FROZEN_WORDS.search(text))
 
 
 def _accumulates_elsewhere(backward) -> bool:
