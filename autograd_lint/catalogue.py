@@ -187,6 +187,13 @@ RULES: dict[str, RuleInfo] = {
         RuleInfo("AGL306", "undefined-grad-arithmetic", "error",
                  "with ctx.set_materialize_grads(False), backward computes with a gradient it never checks for None",
                  confirmable=True, explains=("AGL907",)),
+        RuleInfo("AGL307", "input-returned-without-mark-dirty", "warning",
+                 "forward returns an input, or a view of it, without ctx.mark_dirty: an in-place op on that output raises far away",
+                 default_enabled=False, confirmable=True),
+        RuleInfo("AGL308", "gradient-dropped", "error",
+                 "backward returns None for a trainable nn.Parameter that forward's output depends on through "
+                 "plain arithmetic: it silently never trains",
+                 confirmable=True, explains=("AGL901",)),
         RuleInfo("AGL401", "needs-input-grad-unchecked", "warning",
                  "a costly gradient computed without a ctx.needs_input_grad guard",
                  confirmable=True),

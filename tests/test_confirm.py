@@ -122,6 +122,9 @@ EVIDENCE = {
     "AGL302": r"saved tensor 0 \(input 0\) changed in place by backward \(version 0 -> 1",
     "AGL303": r"input 0 changed in place by forward without mark_dirty \(version 0 -> 1",
     "AGL305": r"gradgradcheck failed: GradcheckError",
+    "AGL307": r"output 0 is a view of an input; output.add_\(0\) raised RuntimeError: Output 0 of GradReverse "
+              r"is a view and is being modified inplace. This view was created inside a custom Function",
+    "AGL308": r"backward returned None for input 2, but the outputs change with it: .* slope of norm 2",
     "AGL401": r"gradient for input 0 \(Tensor \(3, 4\) float64\) although ctx.needs_input_grad\[0\] is False",
 }
 

@@ -538,6 +538,23 @@ class FunctionModel:
         return result
 
     @cached_property
+    def marked_dirty(self) -> Optional[set[str]]:
+        """The names forward passes to ``ctx.mark_dirty(...)``; None when they cannot be read (a
+        starred or computed argument, or a call in setup_context, where the names are unpacked
+        from ``inputs``): rules then trust the marks."""
+        names: set[str] = set()
+        for method in self.forward_methods:
+            for node in method.nodes_of(cst.Call):
+                if is_ctx_attr(node.func, self.ctx_names(method), "mark_dirty"):
+                    if method.name == "setup_context":
+                        return None
+                    for arg in node.args:
+                        if arg.star or not isinstance(arg.value, cst.Name):
+                            return None
+                        names.add(arg.value.value)
+        return names
+
+    @cached_property
     def ctx_escapes(self) -> bool:
         """ctx handed to other code in forward/setup_context (a helper, setattr with a variable,
         ``ctx.__dict__``): its attributes may be set where we cannot see."""
