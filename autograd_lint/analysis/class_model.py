@@ -753,7 +753,9 @@ def build_function_model(
     remote_bases = [info.base_keys[b] for b in info.function_bases if b not in local_models and b in info.base_keys]
     remote_bases += [n for base in bases if base.unknown_base for n in base.remote_bases]
     inherited = project.inherited(remote_bases) if project is not None and remote_bases else None
-    style = "new" if "setup_context" in methods or (inherited and "setup_context" in inherited[0]) else "legacy"
+    # setup_context of its own, inherited, or assigned after the class body (`MyFn.setup_context = ...`)
+    style = "new" if "setup_context" in methods or "setup_context" in info.methods or (
+        inherited and "setup_context" in inherited[0]) else "legacy"
     return FunctionModel(
         name=info.name, info=info, parsed=parsed, methods=methods, style=style, qualify=qualify,
         bases=bases, unknown_base=unknown_base, inherited_from_project=inherited,

@@ -16,10 +16,12 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
         forward = model.own("forward")
         if forward is None or not forward.is_static or not forward.params or model.style != "legacy":
             continue
+        if not any(name in model.methods for name in ("backward", "vjp", "jvp")):
+            continue  # no derivative: a namespace for a plain function (`f = MyFn.forward`), or AGL105's
+        if any(p.name == "ctx" for p in forward.params[1:]):
+            continue  # `forward(cls, ctx, ...)`: a helper that subclasses call, not what apply calls
         if model.unknown_base and model.inherited_from_project is None:
             continue  # a base in another file may define setup_context
-        if "setup_context" in model.info.methods:
-            continue  # assigned in the class body or after it (`MyFn.setup_context = ...`)
         vmap_rule = "vmap" in model.class_helpers or model.generate_vmap_rule_true is not None
         yield module.at_def(
             CODE, model, forward,
