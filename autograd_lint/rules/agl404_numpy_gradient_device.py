@@ -160,8 +160,8 @@ class _Flow:
             return self.carried(node.expression)
         if isinstance(node, cst.Subscript):
             return self.carried(node.value)
-        if isinstance(node, cst.IfExp):
-            return self.carried(node.body) | self.carried(node.orelse)
+        if isinstance(node, cst.IfExp):  # `g.cuda() if g.is_cuda else g`: a move on one branch is one
+            return self.carried(node.body) & self.carried(node.orelse)
         if isinstance(node, (cst.Tuple, cst.List)):
             found = set()
             for element in node.elements:
