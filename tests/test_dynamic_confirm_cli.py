@@ -55,6 +55,8 @@ EVIDENCE = {
               r"index_add_\(\): self \(Float\) and source \(Double\) .* and ran with float64",
     "AGL601": r"torch\.func\.vmap over Double raised RuntimeError: .*both generate_vmap_rule=True and an overridden vmap",
     "AGL602": r"torch\.func\.jvp over Exp raised ValueError: not enough values to unpack .*saved_tensors was \(\) in jvp",
+    "AGL605": r"torch\.func\.vjp over Double raised RuntimeError: .*it must override the setup_context staticmethod",
+    "AGL606": r"output 0 of Scale changes with the captured `weight` .*its \.grad is None",
 }
 
 
