@@ -57,6 +57,8 @@ EVIDENCE = {
     "AGL602": r"torch\.func\.jvp over Exp raised ValueError: not enough values to unpack .*saved_tensors was \(\) in jvp",
     "AGL603": r"backward raised (RuntimeError: expected m1 and m2 to have the same dtype.*lacks "
               r"@torch\.amp\.custom_bwd|AttributeError: .*_fwd_used_autocast.*only @custom_fwd sets)",
+    "AGL605": r"torch\.func\.vjp over Double raised RuntimeError: .*it must override the setup_context staticmethod",
+    "AGL606": r"output 0 of Scale changes with the captured `weight` .*its \.grad is None",
 }
 
 
