@@ -135,3 +135,51 @@ def test_flake8_and_the_cli_agree_on_a_file_python_cannot_decode(tmp_path: Path)
         assert codes(cli.stdout, name) == codes(flake8.stdout, name), (name, cli.stdout, flake8.stdout)
     declared = {code for _, code in codes(flake8.stdout, "declared.py")}
     assert "AGL201" in declared and "AGL000" not in declared
+
+
+NEWER_SYNTAX = '''import torch
+
+type Pair = tuple[torch.Tensor, torch.Tensor]
+
+
+def first[T](xs: list[T]) -> T:
+    return xs[0]
+
+
+def pick[T = torch.Tensor](xs: list[T]) -> T:
+    return xs[0]
+
+
+class Keep[T](torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.x = x
+        print(f"{"nested" + "quotes"}")
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * ctx.x
+'''
+
+
+def test_newer_python_syntax_is_linted_whatever_python_runs_the_linter(tmp_path: Path) -> None:
+    """3.12's type aliases, type parameters and PEP 701 f-strings, 3.13's type parameter
+    defaults: libcst reads them on every Python, so the result must not depend on the running
+    one (before, Python 3.9-3.11 reported AGL000 "could not parse")."""
+    (tmp_path / "newer.py").write_text(NEWER_SYNTAX, encoding="utf-8")
+    older = NEWER_SYNTAX.replace("type Pair =", "Pair =").replace("[T](", "(").replace("[T = torch.Tensor](", "(")
+    older = older.replace("class Keep[T](", "class Keep(").replace('f"{"nested" + "quotes"}"', "'nested quotes'")
+    (tmp_path / "older.py").write_text(older, encoding="utf-8")
+    result = run_cli("--no-cache", "--format", "json", "newer.py", "older.py", cwd=tmp_path)
+    findings = json.loads(result.stdout)["findings"]
+    by_file = {name: [(f["line"], f["column"], f["code"]) for f in findings if f["path"] == name]
+               for name in ("newer.py", "older.py")}
+    assert by_file["newer.py"] == by_file["older.py"] == [(17, 9, "AGL201")], result.stdout
+    # A real syntax error is still one, where Python 3.13 places it, not at the first newer
+    # construct (where an older Python stops).
+    broken_text = NEWER_SYNTAX.replace("def backward(ctx, grad):", "def backward(ctx grad):")
+    broken_text = broken_text.replace('f"{"nested" + "quotes"}"', "'nested quotes'")
+    (tmp_path / "broken.py").write_text(broken_text, encoding="utf-8")
+    broken = json.loads(run_cli("--no-cache", "--format", "json", "broken.py", cwd=tmp_path).stdout)["findings"]
+    assert [(f["code"], f["line"], f["column"]) for f in broken] == [("AGL000", 22, 22)], broken
