@@ -183,3 +183,17 @@ def test_newer_python_syntax_is_linted_whatever_python_runs_the_linter(tmp_path:
     (tmp_path / "broken.py").write_text(broken_text, encoding="utf-8")
     broken = json.loads(run_cli("--no-cache", "--format", "json", "broken.py", cwd=tmp_path).stdout)["findings"]
     assert [(f["code"], f["line"], f["column"]) for f in broken] == [("AGL000", 22, 22)], broken
+
+
+def test_the_readmes_pre_commit_rev_is_a_commit_sha_or_an_existing_tag() -> None:
+    """`rev: v0.1.0` named a tag that does not exist: pre-commit failed with `pathspec 'v0.1.0'
+    did not match`. Until releases are tagged the README shows a full commit SHA."""
+    import re
+
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## pre-commit"):]
+    revs = re.findall(r"^\s*rev:\s*(\S+)", section, re.M)
+    assert revs, "the pre-commit section shows a rev"
+    tags = subprocess.run(["git", "tag", "--list"], cwd=REPO_ROOT, capture_output=True, text=True).stdout.split()
+    for rev in revs:
+        assert re.fullmatch(r"[0-9a-f]{40}", rev) or rev in tags, rev
