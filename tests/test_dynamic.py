@@ -462,3 +462,15 @@ def test_only_a_permuted_shape_counts_as_swapped_axes():
     assert not swapped_axes(message.format("2, 3, 4"))
     assert not swapped_axes(message.format("6, 4, 5"))
     assert not swapped_axes("backward raised TypeError: unsupported operand")
+
+
+def test_parameters_that_are_not_tensors_get_second_tries_from_forwards_errors(fixture_run):
+    """A size guessed as a tensor ("must be tuple of ints, not Tensor") is retried as a tuple of
+    ints; a parameter named like a callable gets a small callable."""
+    _, findings, report = fixture_run
+    reshape = function(report, "ReshapeTo")
+    assert reshape["inputs"]["detail"] == "same (3, 4): x (3, 4), shape=(3, 4)", reshape
+    assert {"gradcheck", "gradgradcheck"} <= set(reshape["ran"])
+    assert function(report, "ApplyThen")["inputs"]["detail"] == "same (3, 4): x (3, 4), fn=identity"
+    wrong = runtime(findings, "non_tensor_arguments.py", "AGL901")
+    assert set(wrong) == {"ApplyThen"} and "input 0 (`x`)" in wrong["ApplyThen"]["message"]
