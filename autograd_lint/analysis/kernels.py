@@ -71,7 +71,10 @@ class ModuleKernels:
     imported_extensions: frozenset[str] = frozenset()
     extension_functions: frozenset[str] = frozenset()
     from_imports: frozenset[str] = frozenset()  # names bound by `from m import name`
-    triton_kernels: frozenset[str] = frozenset()  # module-level functions decorated with triton.*
+    # Module-level functions decorated with triton.* -> (their parameters, those the kernel
+    # reads only as ``tl.load(p)``: one element, the first, wherever the tensor's strides put
+    # the others).
+    triton_kernels: dict[str, tuple[tuple[str, ...], frozenset[str]]] = field(default_factory=dict)
     imports_triton: bool = False
     op_namespaces: frozenset[str] = frozenset()  # torch.library namespaces the file defines
 
@@ -101,7 +104,8 @@ def module_kernels(tree: Optional[ast.Module], imports: Optional["ImportMap"], t
                 if isinstance(first, ast.Constant) and isinstance(first.value, str):
                     namespaces.add(first.value.partition("::")[0])
     triton = {
-        statement.name for statement in tree.body if isinstance(statement, ast.FunctionDef)
+        statement.name: _kernel_parameters(statement) for statement in tree.body
+        if isinstance(statement, ast.FunctionDef)
         and any(_qualified(d.func if isinstance(d, ast.Call) else d, imports).startswith("triton.")
                 for d in statement.decorator_list)
     }
@@ -110,8 +114,24 @@ def module_kernels(tree: Optional[ast.Module], imports: Optional["ImportMap"], t
     functions = frozenset(local for local, target in imports.names.items()
                           if "." in target.lstrip(".") and is_extension_module(target.rpartition(".")[0]))
     from_imports = frozenset(local for local, target in imports.names.items() if target != local)
-    return ModuleKernels(frozenset(loaded), extensions, functions - extensions, from_imports, frozenset(triton),
+    return ModuleKernels(frozenset(loaded), extensions, functions - extensions, from_imports, triton,
                          imports_triton, frozenset(namespaces))
+
+
+def _kernel_parameters(kernel: ast.FunctionDef) -> tuple[tuple[str, ...], frozenset[str]]:
+    """A Triton kernel's parameters, and those it only ever reads as ``tl.load(p)`` (no offset:
+    the element at the pointer, whatever the layout)."""
+    params = tuple(a.arg for a in kernel.args.posonlyargs + kernel.args.args)
+    uses: dict[str, list[bool]] = {}  # parameter -> for each read, is it a plain `tl.load(p)`
+    plain_loads = set()
+    for node in walk(kernel):
+        if isinstance(node, ast.Call) and (dotted_name(node.func) or "").rsplit(".", 1)[-1] == "load" and node.args:
+            if isinstance(node.args[0], ast.Name):
+                plain_loads.add(id(node.args[0]))
+    for node in walk(kernel):
+        if isinstance(node, ast.Name) and node.id in params:
+            uses.setdefault(node.id, []).append(id(node) in plain_loads)
+    return params, frozenset(name for name, reads in uses.items() if reads and all(reads))
 
 
 def _qualified(node: ast.AST, imports: "ImportMap") -> str:
@@ -139,8 +159,11 @@ class KernelCall:
     call: cst.Call
     shown: str  # how a message names it: "_bwd_kernel[grid]", "ext_module.roi_align_backward"
     # What the call hands the kernel: its arguments (the elements of a tuple/list argument too);
-    # for POINTER, the tensor whose address is taken.
+    # for POINTER, the tensor whose address is taken. A Triton kernel of this file is not handed
+    # the arguments it reads only at their first element.
     arguments: tuple[cst.BaseExpression, ...]
+    # This file shows what the kernel does with its arguments (a Triton kernel defined here).
+    body_seen: bool = False
 
 
 def kernel_calls(method: "Method", qualify: Callable[[str], str], kernels: ModuleKernels) -> list[KernelCall]:
@@ -150,8 +173,10 @@ def kernel_calls(method: "Method", qualify: Callable[[str], str], kernels: Modul
         func = call.func
         if isinstance(func, cst.Subscript):
             name = dotted(func.value)
-            if name is not None and (name in kernels.triton_kernels or (
-                    kernels.imports_triton and name in kernels.from_imports)):
+            if name is not None and name in kernels.triton_kernels:
+                params, one_element = kernels.triton_kernels[name]
+                found.append(KernelCall(TRITON, call, f"{name}[...]", _handed(call, params, one_element), True))
+            elif name is not None and kernels.imports_triton and name in kernels.from_imports:
                 found.append(KernelCall(TRITON, call, f"{name}[...]", _handed(call)))
             continue
         if isinstance(func, cst.Attribute) and func.attr.value == "data_ptr" and not call.args:
@@ -173,9 +198,17 @@ def kernel_calls(method: "Method", qualify: Callable[[str], str], kernels: Modul
     return found
 
 
-def _handed(call: cst.Call) -> tuple[cst.BaseExpression, ...]:
+def _handed(call: cst.Call, params: tuple[str, ...] = (),
+            one_element: frozenset[str] = frozenset()) -> tuple[cst.BaseExpression, ...]:
+    """The values ``call`` hands over, less those bound to a parameter in ``one_element``."""
     values = []
-    for arg in call.args:
+    starred = False  # after `*args`, positions no longer name parameters
+    for position, arg in enumerate(call.args):
+        starred = starred or arg.star != ""
+        param = arg.keyword.value if arg.keyword is not None else (
+            params[position] if not starred and position < len(params) else None)
+        if param in one_element:
+            continue
         value = arg.value
         if isinstance(value, (cst.Tuple, cst.List)):
             values.extend(e.value for e in value.elements)

@@ -24,20 +24,25 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
     for model in module.classes:
         backward = model.own("backward")
         grads = model.grad_params
-        if backward is None or not grads:
-            continue
+        if backward is None or not grads or any("contiguous" in d for d in backward.decorators):
+            continue  # `@ensure_contiguous` (liger's, unsloth's): the wrapper makes every argument contiguous
         reported: set[int] = set()
         for handoff in handoffs(model, backward, {p.name: p.name for p in grads}):
             kernel = handoff.kernel
             if handoff.strides_passed or id(handoff.via or kernel.call) in reported:
                 continue  # written for any layout: it gets the gradient's own strides
             reported.add(id(handoff.via or kernel.call))
-            certain = kernel.kind in (TRITON, POINTER)
+            # A Triton kernel of this file reads the gradient by offsets from its pointer (one that
+            # reads only the first element was never handed it), a raw address is read as laid
+            # out; an imported kernel or an extension may make it contiguous, or read it by its
+            # strides, where we cannot see.
+            certain = kernel.kind == POINTER or (kernel.kind == TRITON and kernel.body_seen)
             where = (f" (in {handoff.method.name}(), line {handoff.method.span(kernel.call).line})"
                      if handoff.via is not None else "")
             what = (f"passes {kernel.shown} (of {handoff.source})" if kernel.kind == POINTER
                     else f"hands {handoff.source} to the {kernel.kind} {kernel.shown}")
-            unless = "" if certain else " unless it copies it to a contiguous tensor itself"
+            unless = ("" if certain else " unless it reads it by its strides" if kernel.kind == TRITON
+                      else " unless it copies it to a contiguous tensor itself")
             yield module.at(
                 CODE, model, backward, handoff.via or kernel.call,
                 f"backward {what}{where} without .contiguous(): autograd may pass the gradient "
