@@ -39,11 +39,11 @@ class LayoutDifference:
 
     def describe(self) -> str:
         where = f"the gradient of output {self.output}" if self.outputs > 1 else "the gradient"
-        arrived = f"{where} arrives {self.layout} (stride {self.strides}, {LAYOUTS[self.layout]})"
+        arrived = f"when {where} arrives {self.layout} (stride {self.strides}, {LAYOUTS[self.layout]})"
         if self.kind == "raises":
-            return f"backward raises {self.detail} when {arrived}, and runs when it is contiguous"
-        return (f"backward returns different gradients when {arrived} than for the same values "
-                f"contiguous: {self.detail}; gradcheck passes only contiguous gradients")
+            return f"{arrived}, backward raises {self.detail}; it runs on the same values contiguous"
+        return (f"{arrived}, backward returns other gradients than for the same values contiguous "
+                f"({self.detail}); gradcheck only tries contiguous gradients")
 
 
 class NotReplayable(Exception):
