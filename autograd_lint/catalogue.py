@@ -157,7 +157,7 @@ RULES: dict[str, RuleInfo] = {
                  fix_safety="unsafe", fixer="agl201"),
         RuleInfo("AGL301", "inplace-grad-output", "error",
                  "in-place operation on a gradient parameter of backward",
-                 confirmable=True, explains=("AGL902", "AGL905:raises"),
+                 confirmable=True, explains=("AGL902", "AGL905"),
                  fix="`g = g.clone()` before the first in-place write",
                  fix_safety="safe", fixer="clone"),
         RuleInfo("AGL302", "inplace-saved-tensor", "error",

@@ -56,6 +56,8 @@ TORCH_OP_NAMESPACES = frozenset({
     "_c10d_functional_autograd", "_dtensor", "higher_order", "profiler", "inductor", "mkldnn",
     "onednn", "rngprims", "debugprims", "nvprims", "symm_mem", "fsdp", "streams", "_test",
 })
+# Calls that take an address only to show or compare it, never to read memory there.
+_NOT_READERS = frozenset({"print", "str", "repr", "hex", "format", "hash", "id", "len", "isinstance"})
 _EXTENSION_LOADERS = frozenset({"torch.utils.cpp_extension.load", "torch.utils.cpp_extension.load_inline"})
 
 
@@ -180,7 +182,9 @@ def kernel_calls(method: "Method", qualify: Callable[[str], str], kernels: Modul
                 found.append(KernelCall(TRITON, call, f"{name}[...]", _handed(call)))
             continue
         if isinstance(func, cst.Attribute) and func.attr.value == "data_ptr" and not call.args:
-            if isinstance(method.parents.get(id(call)), cst.Arg):
+            arg = method.parents.get(id(call))
+            reader = method.parents.get(id(arg)) if isinstance(arg, cst.Arg) else None
+            if isinstance(reader, cst.Call) and dotted(reader.func) not in _NOT_READERS:
                 shown = (dotted(func.value) or "tensor") + ".data_ptr()"
                 found.append(KernelCall(POINTER, call, shown, (func.value,)))
             continue

@@ -38,8 +38,8 @@ def _explainers(runtime: str) -> frozenset[str]:
 # changed saved tensor, float32 meeting float64); gradgradcheck (AGL902) when backward leaves
 # autograd or writes into grad_output: the second derivative is wrong while the first is right.
 # AGL905 (a non-contiguous gradient changes backward's result) is explained by a gradient handed
-# to a kernel as it came (AGL403), and its "raises" kind by an in-place write into the gradient
-# (AGL301), which raises on the expanded gradient of `y.sum()`.
+# to a kernel as it came (AGL403), or by an in-place write into the gradient (AGL301): on the
+# expanded gradient of `y.sum()` it raises, or a masked write zeroes every element at once.
 EXPLAINED_BY: dict[str, frozenset[str]] = {runtime: _explainers(runtime) for runtime in ("AGL901", "AGL902", "AGL905")}
 # AGL903 reports several problems at once; each must be explained for the finding to be merged.
 # A kind is explained by the rules that name it ("AGL903:count") or the whole code.

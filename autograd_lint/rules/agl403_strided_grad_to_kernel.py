@@ -41,8 +41,8 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
                      if handoff.via is not None else "")
             what = (f"passes {kernel.shown} (of {handoff.source})" if kernel.kind == POINTER
                     else f"hands {handoff.source} to the {kernel.kind} {kernel.shown}")
-            unless = ("" if certain else " unless it reads it by its strides" if kernel.kind == TRITON
-                      else " unless it copies it to a contiguous tensor itself")
+            unless = ("" if certain else ", unless it reads it by its strides" if kernel.kind == TRITON
+                      else ", unless it copies it to a contiguous tensor itself")
             yield module.at(
                 CODE, model, backward, handoff.via or kernel.call,
                 f"backward {what}{where} without .contiguous(): autograd may pass the gradient "
