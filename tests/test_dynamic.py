@@ -65,7 +65,10 @@ def test_wrong_formulas_fail_gradcheck_with_the_input_and_difference(fixture_run
 
 def test_correct_twins_pass_gradcheck_and_gradgradcheck(fixture_run):
     _, findings, report = fixture_run
-    assert not [f for f in findings if f["path"].endswith("correct_twins.py") and f["code"].startswith("AGL9")]
+    runtime_findings = {(f["function_class"], f["code"], f["severity"]) for f in findings
+                        if f["path"].endswith("correct_twins.py") and f["code"].startswith("AGL9")}
+    # Right in float32, but an undecorated matmul crashes under autocast: a warning, not an error.
+    assert runtime_findings == {("TransposeMatmul", "AGL906", "warning")}
     for name in ("Sin", "TransposeMatmul", "BroadcastSumBias", "Square"):
         assert {"gradcheck", "gradgradcheck"} <= set(function(report, name)["ran"]), name
 
@@ -381,3 +384,100 @@ def test_inputs_are_built_automatically_for_most_fixture_functions(tmp_path):
     built = [f for f in functions if f["inputs"]]
     assert not [f for f in built if f["inputs"]["source"] == "declared"]
     assert len(functions) > 500 and len(built) / len(functions) >= 0.80, result.stderr
+
+
+def _plain_gradcheck_passes(module_path: Path, class_name: str, *shapes: tuple[int, ...]) -> None:
+    """What the runtime check adds: gradcheck alone, on float64 inputs, finds nothing."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"plain_{class_name}", module_path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    inputs = tuple(torch.randn(*shape, dtype=torch.float64, requires_grad=True) for shape in shapes)
+    assert torch.autograd.gradcheck(getattr(module, class_name).apply, inputs)
+
+
+def test_autocast_failures_are_errors_when_decorated_and_warnings_otherwise(fixture_run):
+    _, findings, report = fixture_run
+    failed = runtime(findings, "autocast.py", "AGL906")
+    assert set(failed) == {"LinearUndecorated"}, failed
+    undecorated = failed["LinearUndecorated"]
+    assert undecorated["severity"] == "warning"
+    assert "backward raised RuntimeError: expected m1 and m2 to have the same dtype" in undecorated["message"]
+    assert "decorate forward with @torch.amp.custom_fwd" in undecorated["message"]
+    # The lone @custom_fwd is an AGL603 finding, confirmed by the same run, which absorbs AGL906.
+    (mismatch,) = [f for f in findings if f["path"].endswith("autocast.py") and f["code"] == "AGL603"]
+    assert mismatch["confirmation"] == "confirmed", mismatch
+    assert "backward lacks @torch.amp.custom_bwd" in mismatch["evidence"]
+    assert "also fails AGL906 (merged into this finding)" in mismatch["evidence"]
+    # Decorated for CUDA, both decorators: judged as on CUDA, where custom_bwd restores autocast.
+    for name in ("LinearBothDecorated", "LinearCastInputs", "Elementwise"):
+        assert "autocast" in function(report, name)["ran"], name
+        assert not [f for f in findings if f["function_class"] == name and f["code"].startswith("AGL9")], name
+    _plain_gradcheck_passes(DYNAMIC / "autocast.py", "LinearNoBackwardCast", (3, 4), (4, 5))
+    _plain_gradcheck_passes(DYNAMIC / "autocast.py", "LinearUndecorated", (3, 4), (4, 5))
+
+
+def test_the_amp_decorators_are_pointed_back_at_their_device_after_the_check():
+    import importlib.util
+
+    from autograd_lint.dynamic.autocast_check import autocast_failure
+
+    spec = importlib.util.spec_from_file_location("autocast_fixture", DYNAMIC / "autocast.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    cls = module.LinearNoBackwardCast
+    make = lambda: (torch.randn(3, 4, dtype=torch.float64, requires_grad=True),  # noqa: E731
+                    torch.randn(4, 5, dtype=torch.float64, requires_grad=True))
+    assert autocast_failure(cls, make).declares_autocast
+    cells = dict(zip(cls.forward.__code__.co_freevars, cls.forward.__closure__))
+    assert cells["device_type"].cell_contents == "cuda"
+
+
+def test_undefined_gradients_are_caught_where_gradcheck_cannot_run(fixture_run):
+    _, findings, report = fixture_run
+    failed = runtime(findings, "undefined_grads.py", "AGL907")
+    assert set(failed) == {"NoisySplit"}, failed
+    message = failed["NoisySplit"]["message"]
+    assert "backward raised TypeError: unsupported operand type(s) for +: 'Tensor' and 'NoneType' when only " \
+           "output 0 is used: the gradient of output 1 is None" in message
+    assert any("not deterministic" in reason for reason in function(report, "NoisySplit")["skipped"])
+    # Where AGL306 sees the bug and is confirmed, AGL907 is merged into it, and gradcheck (which
+    # would fail with the same bare TypeError) is not run on top.
+    static = [f for f in findings if f["path"].endswith("undefined_grads.py") and f["code"] == "AGL306"
+              and f["function_class"] == "SplitScale"]
+    assert static and all(f["confirmation"] == "confirmed" for f in static)
+    assert any("also fails AGL907 (merged into this finding)" in f["evidence"] for f in static)
+    assert "gradcheck" not in function(report, "SplitScale")["ran"]
+    for name in ("SplitScaleChecked", "SplitScaleMaterialized"):
+        assert "undefined gradients" in function(report, name)["ran"], name
+        assert "gradcheck" in function(report, name)["ran"], name
+        assert not [f for f in findings if f["function_class"] == name], name
+
+
+def test_synthesized_shapes_give_each_dimension_its_own_size(fixture_run):
+    """A swapped height and width is invisible on a square input: gradcheck passes it there."""
+    _, findings, report = fixture_run
+    wrong = runtime(findings, "swapped_axes.py", "AGL903")
+    assert set(wrong) == {"RowMeanPool"}, wrong
+    assert wrong["RowMeanPool"]["message"] == (
+        "RowMeanPool: gradient for input 0 (`x`) has shape (2, 3, 5, 4), the input (2, 3, 4, 5) "
+        "(the same sizes in another order: axes swapped)")
+    _plain_gradcheck_passes(DYNAMIC / "swapped_axes.py", "RowMeanPool", (2, 3, 4, 4))
+    assert function(report, "RowMeanPoolRight")["inputs"]["shapes"] == "(2, 3, 4, 5)"
+    # A forward that refuses every non-square plan still gets inputs: the square plans come last.
+    assert function(report, "SquareOnly")["inputs"]["shapes"] == "(4, 4)"
+    assert not [f for f in findings if f["function_class"] in ("RowMeanPoolRight", "SquareOnly")
+                and f["code"].startswith("AGL9")]
+
+
+def test_only_a_permuted_shape_counts_as_swapped_axes():
+    from autograd_lint.dynamic.inputs import swapped_axes
+
+    message = ("backward raised RuntimeError: Function FBackward returned an invalid gradient at index 0 - "
+               "got [{}] but expected shape compatible with [2, 3, 4, 5]")
+    assert swapped_axes(message.format("2, 3, 5, 4"))
+    assert not swapped_axes(message.format("2, 3, 4, 5"))
+    assert not swapped_axes(message.format("2, 3, 4"))
+    assert not swapped_axes(message.format("6, 4, 5"))
+    assert not swapped_axes("backward raised TypeError: unsupported operand")

@@ -55,6 +55,12 @@ EVIDENCE = {
               r"index_add_\(\): self \(Float\) and source \(Double\) .* and ran with float64",
     "AGL601": r"torch\.func\.vmap over Double raised RuntimeError: .*both generate_vmap_rule=True and an overridden vmap",
     "AGL602": r"torch\.func\.jvp over Exp raised ValueError: not enough values to unpack .*saved_tensors was \(\) in jvp",
+    "AGL603": r"backward raised (RuntimeError: expected m1 and m2 to have the same dtype.*lacks "
+              r"@torch\.amp\.custom_bwd|AttributeError: .*_fwd_used_autocast.*only @custom_fwd sets)",
+    "AGL307": r"output 0 is a view of an input; output\.add_\(0\) raised RuntimeError: .*created inside a custom Function",
+    "AGL308": r"backward returned None for input 2, but the outputs change with it: .*it never trains",
+    "AGL605": r"torch\.func\.vjp over Double raised RuntimeError: .*it must override the setup_context staticmethod",
+    "AGL606": r"output 0 of Scale changes with the captured `weight` .*its \.grad is None",
 }
 
 

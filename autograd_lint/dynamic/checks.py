@@ -13,6 +13,10 @@
   expanded, every other element: what autograd passes after ``y.t()``, ``y.sum()``,
   ``torch.stack``), against the contiguous ones gradcheck uses (``layouts``).
 - AGL904 (``compare_devices``): the same checks on CUDA after they passed on the CPU.
+- AGL907 (undefined_grads.py): backward with an unused output's gradient left undefined (None);
+  when it fails, gradcheck (whose own undefined-gradient test would fail the same way) is skipped.
+- AGL906 (autocast_check.py): forward under CPU autocast (bfloat16), backward after it.
+These two need neither a deterministic forward nor gradcheck, so they run first.
 A forward that gives different outputs for the same inputs (dropout) is not gradchecked at all:
 finite differences of a random function are noise.
 """
@@ -27,8 +31,10 @@ from typing import Any, Callable, Optional
 import torch
 from torch.autograd.gradcheck import GradcheckError
 
+from autograd_lint.dynamic.autocast_check import autocast_failure
 from autograd_lint.dynamic.inputs import flatten_outputs, has_derivative  # noqa: F401 (re-exported)
 from autograd_lint.dynamic.layouts import NotReplayable, layout_differences
+from autograd_lint.dynamic.undefined_grads import undefined_gradient_failure
 
 EPS, ATOL, RTOL = 1e-6, 1e-5, 1e-3
 
@@ -40,6 +46,8 @@ class RuntimeFinding:
     # AGL903 only: what was wrong ("count", "shape", "dtype", "device", "type"), so that the
     # parent can tell which static finding explains it (dedupe.py) without parsing the message.
     kinds: tuple[str, ...] = ()
+    # For a runtime code graded by harm (AGL906): this finding's severity; empty: the catalogue's.
+    level: str = ""
 
 
 @dataclass
@@ -72,6 +80,17 @@ def run_checks(cls: type, make_inputs: Callable[[], tuple], names: list[str],
     if not has_differentiable_output(cls, make_inputs):
         report.skipped.append("all checks: forward returns no differentiable output (backward is never called)")
         return report
+    undefined = None
+    if not guessed_backward_error:  # on guessed inputs a backward failure tells nothing
+        undefined = undefined_gradient_failure(cls, make_inputs)
+        report.ran.append("undefined gradients")
+        if undefined:
+            report.findings.append(RuntimeFinding("AGL907", undefined))
+        autocast = autocast_failure(cls, make_inputs)
+        report.ran.append("autocast")
+        if autocast:
+            report.findings.append(RuntimeFinding("AGL906", autocast.message,
+                                                  level="error" if autocast.declares_autocast else "warning"))
     if not is_repeatable(cls, make_inputs):
         report.skipped.append("gradcheck: forward is not deterministic (the same inputs gave different "
                               "outputs: randomness, or inputs changed in place)")
@@ -89,6 +108,10 @@ def run_checks(cls: type, make_inputs: Callable[[], tuple], names: list[str],
                               "so a failure would not tell a bug from a wrong guess")
         return report
     check_layouts(cls, make_inputs, report)
+    if undefined:
+        report.skipped.append("gradcheck: backward fails on an undefined gradient (AGL907), which gradcheck's "
+                              "undefined-gradient test would only repeat")
+        return report
     failure = gradcheck_failure(cls, make_inputs, names)
     report.ran.append("gradcheck")
     if failure:
@@ -204,8 +227,10 @@ def raw_backward_problems(cls: type, make_inputs: Callable[[], tuple],
             blocking = True
             continue
         if grad.shape != value.shape and not _reducible(grad.shape, value.shape):
+            swapped = sorted(grad.shape) == sorted(value.shape)
             problems.append(("shape", f"gradient for {what} has shape {tuple(grad.shape)}, "
-                                      f"the input {tuple(value.shape)}"))
+                                      f"the input {tuple(value.shape)}"
+                                      + (" (the same sizes in another order: axes swapped)" if swapped else "")))
             blocking = True
         if grad.dtype != value.dtype:
             problems.append(("dtype", f"gradient for {what} is {_dtype(grad)}, the input {_dtype(value)} "

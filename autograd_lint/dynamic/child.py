@@ -216,7 +216,8 @@ def _run_runtime_checks(cls: type, inputs: Any, device: str, entry: dict) -> Non
         entry["skipped"].append(f"checks raised {type(error).__name__}: {_first_line(error)}")
         found = []
     entry["check_seconds"] = round(time.perf_counter() - started, 4)
-    entry["runtime_findings"] = [{"code": f.code, "message": f.message, "kinds": list(f.kinds)} for f in found]
+    entry["runtime_findings"] = [{"code": f.code, "message": f.message, "kinds": list(f.kinds), "level": f.level}
+                                 for f in found]
 
 
 def _load_confirm() -> Optional[tuple[frozenset, frozenset, Callable]]:

@@ -40,7 +40,9 @@ def _explainers(runtime: str) -> frozenset[str]:
 # AGL905 (a non-contiguous gradient changes backward's result) is explained by a gradient handed
 # to a kernel as it came (AGL403), or by an in-place write into the gradient (AGL301): on the
 # expanded gradient of `y.sum()` it raises, or a masked write zeroes every element at once.
-EXPLAINED_BY: dict[str, frozenset[str]] = {runtime: _explainers(runtime) for runtime in ("AGL901", "AGL902", "AGL905")}
+# Likewise AGL906 (autocast) by AGL603, and AGL907 (undefined gradients) by AGL306.
+EXPLAINED_BY: dict[str, frozenset[str]] = {code: _explainers(code) for code, info in RULES.items()
+                                           if not info.static and code != "AGL903"}
 # AGL903 reports several problems at once; each must be explained for the finding to be merged.
 # A kind is explained by the rules that name it ("AGL903:count") or the whole code.
 KIND_EXPLAINED_BY: dict[str, dict[str, frozenset[str]]] = {

@@ -16,6 +16,7 @@ few rules (confirm.SHOWN_BY_A_RAISING_FORWARD) that exception is the evidence.
 from __future__ import annotations
 
 import math
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Optional
@@ -95,7 +96,10 @@ def choose_inputs(cls: type, module: Any, call_site_files: list[str], config_exa
             if candidate.source != "synthesized" or not probe_backward:
                 return _outcome(chosen, "", attempts, failures)
             chosen.backward_error = backward_problem(cls, make) or ""
-            if not chosen.backward_error:
+            if not chosen.backward_error or swapped_axes(chosen.backward_error):
+                # A gradient whose shape is the input's sizes in another order is no guessing
+                # accident: with a size per dimension, it shows swapped axes (AGL903 reports it).
+                chosen.backward_error = ""
                 return _outcome(chosen, "", attempts, failures)
             fallback = fallback or chosen
             if time.monotonic() > deadline:
@@ -241,6 +245,19 @@ def backward_problem(cls: type, make_inputs: Callable[[], tuple]) -> Optional[st
     except Exception as error:
         return f"backward raised {type(error).__name__}: {_first_line(error)}"
     return None
+
+
+_INVALID_GRADIENT_SHAPE = re.compile(r"invalid gradient at index \d+ - got \[([\d, ]*)\] but expected shape "
+                                     r"compatible with \[([\d, ]*)\]")
+
+
+def swapped_axes(backward_error: str) -> bool:
+    """autograd rejected a gradient whose shape holds the input's sizes in another order."""
+    match = _INVALID_GRADIENT_SHAPE.search(backward_error)
+    if not match:
+        return False
+    got, expected = ([int(size) for size in group.split(",") if size.strip()] for group in match.groups())
+    return got != expected and sorted(got) == sorted(expected)
 
 
 def has_derivative(cls: type) -> bool:

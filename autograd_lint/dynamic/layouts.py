@@ -4,7 +4,7 @@
 gradcheck only ever gives backward contiguous gradients, but the engine passes a gradient as the
 op after the Function made it: expanded with stride 0 after ``y.sum()`` or ``y.sum(0)``,
 transposed after ``y.t() * c``, ``einsum`` or a ``bmm`` of ``y.transpose(1, 2)``, every other
-element after ``torch.stack([y, z], -1)`` (docs/runtime-mechanisms.md, M10). A backward that
+element after ``torch.stack([y, z], -1)`` (docs/runtime-mechanisms.md, M12). A backward that
 reads a gradient's memory as if it were contiguous (a CUDA kernel given ``grad.data_ptr()``, a
 Triton launch without the gradient's strides) computes garbage from those, silently; one that
 calls ``grad.view(-1)`` raises. Each replay starts from fresh inputs and calls backward directly

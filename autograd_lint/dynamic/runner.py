@@ -305,7 +305,7 @@ def _runtime_findings(path: str, answer: ModuleAnswer, selection: RuleFilter) ->
             finding = Finding(
                 path=path, line=entry["line"], column=entry["column"], code=code,
                 message=f"{entry['qualname']}: {runtime['message']}",
-                function_class=entry["name"], confirmation="confirmed",
+                function_class=entry["name"], confirmation="confirmed", level=runtime.get("level", ""),
                 evidence=f"with {inputs.get('source', '?')} inputs {inputs.get('detail', '')}".strip(),
             )
             found.append(RuntimeResult(finding, runtime["message"], frozenset({entry["name"], entry["qualname"]}),

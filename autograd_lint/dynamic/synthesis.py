@@ -6,6 +6,11 @@ with values in [-1, 1) and then in [0.5, 2) (for forwards that need positive inp
 Index tensors are 1-D over the first dimension, then a column (N, 1) for gather/scatter along
 dim 1; an ``Optional[Tensor]`` parameter is left out (None) once no tensor for it worked.
 The search stays small on purpose: gradcheck's cost grows fast with the number of elements.
+
+Every dimension of a plan's shapes has its own size, (2, 3, 4, 5) rather than (2, 3, 4, 4): on a
+square input a backward that swaps height and width returns a gradient of the right shape and
+passes gradcheck. Square plans come last, for the forwards that need them (a matrix inverse, an
+``assert h == w``); call sites and declared examples keep their own shapes.
 """
 
 from __future__ import annotations
@@ -158,12 +163,18 @@ def plans(float_names: list[str], has_index: bool = False) -> list[Plan]:
     result.append(Plan("same (2, 3, 4)", lambda i, n: (2, 3, 4)))
     result.append(Plan("same (4,)", lambda i, n: (4,)))
     if has_weight:
-        result.append(Plan("conv2d", lambda i, n: (4, 3, 3, 3) if n.lower() in WEIGHT_NAMES
-                           else (4,) if n.lower() in BIAS_NAMES else (2, 3, 5, 5)))
+        result.append(Plan("conv2d", lambda i, n: (4, 3, 3, 2) if n.lower() in WEIGHT_NAMES
+                           else (4,) if n.lower() in BIAS_NAMES else (2, 3, 5, 6)))
     if len(names) > 1:
         result.append(Plan("batched matmul chain", lambda i, n: (2, 3 + i, 4 + i)))
     result.append(Plan("scalars ()", lambda i, n: ()))
-    result.append(Plan("same (2, 3, 4, 4)", lambda i, n: (2, 3, 4, 4)))
+    result.append(Plan("same (2, 3, 4, 5)", lambda i, n: (2, 3, 4, 5)))
+    # Square last: only for forwards that refuse every plan above.
+    if has_weight:
+        result.append(Plan("conv2d, square", lambda i, n: (4, 3, 3, 3) if n.lower() in WEIGHT_NAMES
+                           else (4,) if n.lower() in BIAS_NAMES else (2, 3, 5, 5)))
+    result.append(Plan("square (4, 4)", lambda i, n: (4, 4)))
+    result.append(Plan("square (2, 3, 4, 4)", lambda i, n: (2, 3, 4, 4)))
     return result
 
 

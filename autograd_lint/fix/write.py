@@ -33,13 +33,29 @@ def write_atomically(path: str, data: bytes) -> None:
 
 
 def unified_diff(path: str, before: str, after: str) -> str:
-    """``--- a/path`` / ``+++ b/path`` diff, as ruff and git print it."""
+    """``--- a/path`` / ``+++ b/path`` diff, as ruff and git print it, which ``git apply`` takes."""
     import difflib  # here: only --diff needs it
 
+    old_name, new_name = diff_names(path)
     lines = []
     for line in difflib.unified_diff(source_lines(before), source_lines(after),
-                                     fromfile=f"a/{path}", tofile=f"b/{path}"):
+                                     fromfile=old_name, tofile=new_name):
         if not line.endswith(("\n", "\r")):
             line += "\n\\ No newline at end of file\n"
         lines.append(line)
     return "".join(lines)
+
+
+def diff_names(path: str) -> tuple[str, str]:
+    """The header names for ``path``: ``a/x/y.py`` and ``b/x/y.py`` for a path under the current
+    directory, however it was spelt (``./x/y.py``, ``x//y.py``: git apply rejects a ``./``); a
+    path outside it stays absolute, on both sides, as git prints a path it cannot make relative."""
+    absolute = os.path.abspath(path)
+    try:
+        relative = os.path.relpath(absolute)
+    except ValueError:  # another drive (Windows)
+        return absolute, absolute
+    if relative == os.pardir or relative.startswith(os.pardir + os.sep):
+        return absolute, absolute
+    relative = relative.replace(os.sep, "/")
+    return f"a/{relative}", f"b/{relative}"

@@ -2,7 +2,7 @@
 to a custom kernel without making it contiguous first.
 
 Autograd passes a gradient laid out as the next op made it (expanded after ``y.sum()``,
-transposed after ``y.t() * c``: docs/runtime-mechanisms.md, M10); a kernel that reads raw
+transposed after ``y.t() * c``: docs/runtime-mechanisms.md, M12); a kernel that reads raw
 memory reads the wrong elements, silently, and gradcheck never shows it. An error where the
 kernel certainly assumes a layout (a Triton launch without the gradient's strides, a raw
 ``data_ptr()``); a warning for an extension function or a custom op, which may make the tensor

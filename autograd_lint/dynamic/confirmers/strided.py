@@ -1,6 +1,6 @@
 """Gradients laid out as autograd may pass them (AGL403): backward replayed on the same values
 transposed, expanded and interleaved against contiguous (``dynamic/layouts.py``, the replay the
-runtime check AGL905 runs too; docs/runtime-mechanisms.md, M10)."""
+runtime check AGL905 runs too; docs/runtime-mechanisms.md, M12)."""
 
 from __future__ import annotations
 
