@@ -58,7 +58,8 @@ class RuleInfo:
     # The runtime failures (--dynamic) that this rule's bug causes on the same class: once a
     # finding is confirmed, they are merged into it rather than reported again
     # (``dynamic/dedupe.py``). "AGL903:<kind>" names one kind of AGL903's problems ("count",
-    # "shape", "dtype", "device", "type"), as AGL903 reports several at once.
+    # "shape", "dtype", "device", "type"), as AGL903 reports several at once; "AGL905:<kind>"
+    # one of AGL905's ("values", "raises").
     explains: tuple[str, ...] = ()
 
     @property
@@ -164,7 +165,7 @@ RULES: dict[str, RuleInfo] = {
                  fix_safety="unsafe", fixer="agl201"),
         RuleInfo("AGL301", "inplace-grad-output", "error",
                  "in-place operation on a gradient parameter of backward",
-                 confirmable=True, explains=("AGL902",),
+                 confirmable=True, explains=("AGL902", "AGL905"),
                  fix="`g = g.clone()` before the first in-place write",
                  fix_safety="safe", fixer="clone"),
         RuleInfo("AGL302", "inplace-saved-tensor", "error",
@@ -202,6 +203,11 @@ RULES: dict[str, RuleInfo] = {
                  confirmable=True, explains=("AGL901", "AGL903:dtype", "AGL903:device"),
                  fix="`torch.zeros(...)` -> `grad.new_zeros(...)`, or `dtype=`/`device=` from the gradient",
                  fix_safety="safe"),
+        RuleInfo("AGL403", "strided-grad-to-kernel", "warning",
+                 "backward hands a gradient, maybe non-contiguous, to a custom kernel (Triton launch, "
+                 "data_ptr, compiled extension, custom op) without .contiguous()",
+                 graded="error (Triton launch without its strides, data_ptr) / warning (extension, custom op)",
+                 confirmable=True, explains=("AGL905",)),
         RuleInfo("AGL404", "numpy-gradient-device", "warning",
                  "backward returns a gradient made from NumPy (torch.from_numpy/as_tensor) without moving it to the gradient's device"),
         RuleInfo("AGL501", "gradcheck-float32", "warning",
@@ -236,6 +242,9 @@ RULES: dict[str, RuleInfo] = {
                  "backward returned a wrong count, shape, dtype or device at runtime (--dynamic)", static=False),
         RuleInfo("AGL904", "cuda-only-failure", "error",
                  "passes on CPU but fails on CUDA (--dynamic)", static=False),
+        RuleInfo("AGL905", "strided-gradient-mismatch", "error",
+                 "backward gives other gradients, or raises, when a gradient arrives non-contiguous (--dynamic)",
+                 static=False),
         RuleInfo("AGL906", "autocast-failure", "error",
                  "forward under autocast, or backward after it, raises where the same calls in float32 run "
                  "(--dynamic)", static=False,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT, assert_no_traceback, run_cli, write
+from conftest import REPO_ROOT, assert_no_traceback, load_module, run_cli, write
 
 torch = pytest.importorskip("torch")
 
@@ -229,6 +229,25 @@ def test_raw_backward_results_are_checked(fixture_run):
     assert "is float32, the input float64" in wrong["Float32Grad"]["message"]
     assert "Dropout" not in runtime(findings, "raw_backward.py", "AGL901")
     assert any("not deterministic" in reason for reason in function(report, "Dropout")["skipped"])
+
+
+def test_a_backward_that_assumes_a_contiguous_gradient_fails_agl905_and_passes_gradcheck(fixture_run):
+    _, findings, report = fixture_run
+    strided = runtime(findings, "strided_gradients.py", "AGL905")
+    assert set(strided) == {"RawBufferScale", "FlatViewScale"}
+    assert re.search(r"RawBufferScale: when the gradient arrives transposed \(stride \(1, \d+\), .*\), backward "
+                     r"returns other gradients than for the same values contiguous \(the gradient for input 0 "
+                     r"differs by up to [0-9.]+\)", strided["RawBufferScale"]["message"])
+    assert "backward raises RuntimeError: view size is not compatible" in strided["FlatViewScale"]["message"]
+    assert all(f["severity"] == "error" and f["confirmation"] == "confirmed" for f in strided.values())
+    assert "strided gradients" in function(report, "ContiguousScale")["ran"]
+    assert not [f for f in findings if f["path"].endswith("strided_gradients.py") and f["code"] != "AGL905"]
+    # gradcheck, which only feeds contiguous gradients, passes all three: this check is not it.
+    module = load_module(DYNAMIC / "strided_gradients.py", "strided_gradients")
+    for name in ("RawBufferScale", "FlatViewScale", "ContiguousScale"):
+        x = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
+        assert torch.autograd.gradcheck(getattr(module, name).apply, (x,)), name
+        assert {"gradcheck", "gradgradcheck"} <= set(function(report, name)["ran"]), name
 
 
 def test_summary_line_counts_sources_and_confirmations(fixture_run):

@@ -9,6 +9,9 @@
   between the analytical and the numerical Jacobian, computed here because gradcheck's own
   error does not say which input is worst.
 - AGL902: ``gradgradcheck``, only when gradcheck passed and backward is not ``once_differentiable``.
+- AGL905: backward replayed on the same gradient values laid out non-contiguously (transposed,
+  expanded, every other element: what autograd passes after ``y.t()``, ``y.sum()``,
+  ``torch.stack``), against the contiguous ones gradcheck uses (``layouts``).
 - AGL904 (``compare_devices``): the same checks on CUDA after they passed on the CPU.
 - AGL907 (undefined_grads.py): backward with an unused output's gradient left undefined (None);
   when it fails, gradcheck (whose own undefined-gradient test would fail the same way) is skipped.
@@ -30,6 +33,7 @@ from torch.autograd.gradcheck import GradcheckError
 
 from autograd_lint.dynamic.autocast_check import autocast_failure
 from autograd_lint.dynamic.inputs import flatten_outputs, has_derivative  # noqa: F401 (re-exported)
+from autograd_lint.dynamic.layouts import NotReplayable, layout_differences
 from autograd_lint.dynamic.undefined_grads import undefined_gradient_failure
 
 EPS, ATOL, RTOL = 1e-6, 1e-5, 1e-3
@@ -103,6 +107,7 @@ def run_checks(cls: type, make_inputs: Callable[[], tuple], names: list[str],
         report.skipped.append(f"gradcheck: backward raised on every synthesized input ({guessed_backward_error}), "
                               "so a failure would not tell a bug from a wrong guess")
         return report
+    check_layouts(cls, make_inputs, report)
     if undefined:
         report.skipped.append("gradcheck: backward fails on an undefined gradient (AGL907), which gradcheck's "
                               "undefined-gradient test would only repeat")
@@ -124,6 +129,19 @@ def run_checks(cls: type, make_inputs: Callable[[], tuple], names: list[str],
     if failure:
         report.findings.append(RuntimeFinding("AGL902", failure))
     return report
+
+
+def check_layouts(cls: type, make_inputs: Callable[[], tuple], report: CheckReport) -> None:
+    """AGL905: one finding per output whose gradient, laid out as autograd may pass it, makes
+    backward return something else (kind "values") or raise (kind "raises")."""
+    try:
+        differences = layout_differences(cls, make_inputs)
+    except NotReplayable as reason:
+        report.skipped.append(f"strided gradients: {reason}")
+        return
+    report.ran.append("strided gradients")
+    for difference in differences:
+        report.findings.append(RuntimeFinding("AGL905", difference.describe(), (difference.kind,)))
 
 
 def compare_devices(cpu: CheckReport, cuda: CheckReport) -> list[RuntimeFinding]:
