@@ -34,7 +34,7 @@ import torch
 from autograd_lint.dynamic.inputs import flatten_outputs
 
 # Words of a docstring or comment that name a deliberate non-derivative; only quoted.
-HINT = re.compile(r"straight[- ]through|surrogate|\bSTE\b|gradient reversal|reverse gradient|grad(?:ient)? ?scal",
+HINT = re.compile(r"straight[- ]through|surrogate|\bSTE\b|gradient reversal|reverse gradient|grad(?:ient)? ?scal\w*",
                   re.IGNORECASE)
 ZERO = 1e-12  # a finite-difference Jacobian entry below this is zero (the step is elsewhere)
 

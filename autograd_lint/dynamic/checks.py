@@ -8,6 +8,11 @@
   docs/runtime-mechanisms.md, M9); the message names the input and the largest difference
   between the analytical and the numerical Jacobian, computed here because gradcheck's own
   error does not say which input is worst.
+  When it fails as a straight-through estimator or a gradient modifier does (``by_design``:
+  forward piecewise constant in the input, or returning it unchanged), the finding is AGL908
+  (info, opt-in) instead. A forward that computes in float32 is checked at float32 precision.
+- AGL909 (``by_design.nonlinearity``): backward is linear in its gradient, probed with signed
+  gradients (gradcheck's are one-hot, non-negative); run after gradcheck passes.
 - AGL902: ``gradgradcheck``, only when gradcheck passed and backward is not ``once_differentiable``.
 - AGL905: backward replayed on the same gradient values laid out non-contiguously (transposed,
   expanded, every other element: what autograd passes after ``y.t()``, ``y.sum()``,
@@ -24,6 +29,7 @@ finite differences of a random function are noise.
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
@@ -431,10 +437,18 @@ def gradgradcheck_failure(cls: type, make_inputs: Callable[[], tuple]) -> Option
             torch.autograd.gradgradcheck(differentiable_outputs(cls), make_inputs(), eps=EPS, atol=ATOL,
                                          rtol=RTOL, fast_mode=False, raise_exception=True)
     except GradcheckError as error:
-        return f"gradgradcheck failed: {_first_line(error).rstrip(',')}"
+        return f"gradgradcheck failed: {_first_line(error).rstrip(',')}{_nonfinite_note(str(error))}"
     except Exception as error:
         return f"gradgradcheck raised {type(error).__name__}: {_first_line(error)}"
     return None
+
+
+def _nonfinite_note(text: str) -> str:
+    """gradcheck's error prints the numerical, then the analytical Jacobian: say which has NaN/inf."""
+    numerical, _, analytical = text.partition("analytical")
+    where = [name for name, part in (("analytical (backward's)", analytical), ("numerical", numerical))
+             if re.search(r"\b(?:nan|inf)\b", part)]
+    return f" (the {' and the '.join(where)} Jacobian has NaN or inf)" if where else ""
 
 
 def jacobian_differences(function: Callable[..., Any], inputs: tuple, eps: float = EPS) -> dict[int, float]:
