@@ -507,6 +507,8 @@ def test_gradients_different_by_design_are_agl908_not_agl901(fixture_run):
         entry = function(report, name)
         assert entry["runtime_findings"] == ["AGL908"], (name, entry)
         assert "gradcheck" in entry["ran"] and "gradgradcheck" not in entry["ran"]
+    # gradcheck passes this clipper (a one-hot 1 is not clipped); linearity fails, by design.
+    assert function(report, "ClipGradientToOne")["runtime_findings"] == ["AGL908"]
     for name in ("RoundExact", "Identity", "SignGatedReLU"):
         assert {"gradcheck", "linearity", "gradgradcheck"} <= set(function(report, name)["ran"]), name
         assert function(report, name)["runtime_findings"] == [], name
@@ -517,7 +519,8 @@ def test_agl908_says_which_kind_when_selected(tmp_path):
     result = run("--dynamic", "--no-cache", "--format", "json", "--extend-select", "AGL908", str(module),
                  cwd=tmp_path)
     found = {f["function_class"]: f for f in json.loads(result.stdout)["findings"] if f["code"] == "AGL908"}
-    assert set(found) == {"RoundSTE", "GradReverse", "StitchGradient", "ClipGradient"}, result.stdout
+    assert set(found) == {"RoundSTE", "GradReverse", "StitchGradient", "ClipGradient", "ClipGradientToOne"}, \
+        result.stdout
     assert all(f["severity"] == "info" for f in found.values())
     assert found["RoundSTE"]["message"].startswith(
         "RoundSTE: straight-through or surrogate estimator: forward is piecewise constant in input 0 (`x`)")
@@ -529,6 +532,8 @@ def test_agl908_says_which_kind_when_selected(tmp_path):
         found["StitchGradient"]["message"]
     # A gradient clipper is not linear, by design: its AGL909 is folded into AGL908.
     assert "backward is not linear in its gradient" in found["ClipGradient"]["message"]
+    assert found["ClipGradientToOne"]["message"].startswith(
+        "ClipGradientToOne: gradient modifier (forward returns an input unchanged): backward is not linear")
 
 
 def test_a_backward_that_gates_on_the_gradients_sign_is_agl909(fixture_run):
