@@ -254,5 +254,12 @@ RULES: dict[str, RuleInfo] = {
         RuleInfo("AGL907", "undefined-gradient-failure", "error",
                  "backward raises when an unused output's gradient is None (set_materialize_grads(False); "
                  "--dynamic)", static=False),
+        RuleInfo("AGL908", "surrogate-gradient", "info",
+                 "backward is deliberately not forward's derivative: a straight-through or surrogate estimator "
+                 "over a piecewise-constant forward, or a gradient modifier over an identity forward (--dynamic)",
+                 default_enabled=False, static=False),
+        RuleInfo("AGL909", "backward-not-linear", "error",
+                 "backward is not linear in its incoming gradient: it clamps or gates on the gradient's sign, "
+                 "which gradcheck's non-negative probes miss (--dynamic)", static=False),
     ]
 }

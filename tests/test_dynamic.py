@@ -258,7 +258,7 @@ def test_summary_line_counts_sources_and_confirmations(fixture_run):
     assert match, result.stderr
     total, built, rate, declared, call_sites, synthesized = map(int, match.groups())
     assert total == len(report["functions"]) and built == declared + call_sites + synthesized
-    assert (declared, call_sites) == (2, 2) and rate == round(100 * built / total)
+    assert (declared, call_sites) == (3, 2) and rate == round(100 * built / total)
     assert report["summary"] in result.stderr
 
 
@@ -493,3 +493,79 @@ def test_parameters_that_are_not_tensors_get_second_tries_from_forwards_errors(f
     assert function(report, "ApplyThen")["inputs"]["detail"] == "same (3, 4): x (3, 4), fn=identity"
     wrong = runtime(findings, "non_tensor_arguments.py", "AGL901")
     assert set(wrong) == {"ApplyThen"} and "input 0 (`x`)" in wrong["ApplyThen"]["message"]
+
+
+def test_gradients_different_by_design_are_agl908_not_agl901(fixture_run):
+    """A straight-through estimator and gradient modifiers fail gradcheck by design: not errors.
+    AGL908 is off by default, so the default run reports nothing for them; the report lists it."""
+    _, findings, report = fixture_run
+    by_design = {f["function_class"]: f for f in findings if f["path"].endswith("by_design.py")
+                 and f["code"].startswith("AGL9")}
+    assert {name: f["code"] for name, f in by_design.items()} == {
+        "ScaledSin": "AGL901", "Float32SinWrong": "AGL901", "GuidedReLU": "AGL909"}
+    for name in ("RoundSTE", "GradReverse", "StitchGradient", "ClipGradient"):
+        entry = function(report, name)
+        assert entry["runtime_findings"] == ["AGL908"], (name, entry)
+        assert "gradcheck" in entry["ran"] and "gradgradcheck" not in entry["ran"]
+    # gradcheck passes this clipper (a one-hot 1 is not clipped); linearity fails, by design.
+    assert function(report, "ClipGradientToOne")["runtime_findings"] == ["AGL908"]
+    for name in ("RoundExact", "Identity", "SignGatedReLU"):
+        assert {"gradcheck", "linearity", "gradgradcheck"} <= set(function(report, name)["ran"]), name
+        assert function(report, name)["runtime_findings"] == [], name
+
+
+def test_agl908_says_which_kind_when_selected(tmp_path):
+    module = write(tmp_path / "ops.py", (DYNAMIC / "by_design.py").read_text())
+    result = run("--dynamic", "--no-cache", "--format", "json", "--extend-select", "AGL908", str(module),
+                 cwd=tmp_path)
+    found = {f["function_class"]: f for f in json.loads(result.stdout)["findings"] if f["code"] == "AGL908"}
+    assert set(found) == {"RoundSTE", "GradReverse", "StitchGradient", "ClipGradient", "ClipGradientToOne"}, \
+        result.stdout
+    assert all(f["severity"] == "info" for f in found.values())
+    assert found["RoundSTE"]["message"].startswith(
+        "RoundSTE: straight-through or surrogate estimator: forward is piecewise constant in input 0 (`x`)")
+    assert 'its documentation says "Straight-through"' in found["RoundSTE"]["message"]
+    assert found["GradReverse"]["message"].startswith(
+        "GradReverse: gradient modifier: forward returns input 0 (`x`) unchanged and backward scales the "
+        "gradient by -1")
+    assert "backward reroutes a gradient to input 0 (`x1`), which forward does not read" in \
+        found["StitchGradient"]["message"]
+    # A gradient clipper is not linear, by design: its AGL909 is folded into AGL908.
+    assert "backward is not linear in its gradient" in found["ClipGradient"]["message"]
+    assert found["ClipGradientToOne"]["message"].startswith(
+        "ClipGradientToOne: gradient modifier (forward returns an input unchanged): backward is not linear")
+
+
+def test_a_backward_that_gates_on_the_gradients_sign_is_agl909(fixture_run):
+    _, findings, report = fixture_run
+    (guided,) = [f for f in findings if f["function_class"] == "GuidedReLU" and f["code"] == "AGL909"]
+    assert guided["severity"] == "error" and guided["confirmation"] == "confirmed"
+    difference = float(re.search(r"differs from 0.75\*backward\(g1\) \+ -1.25\*backward\(g2\) by up to "
+                                 r"([0-9.e+-]+) in the gradient for input 0 \(`x`\)", guided["message"]).group(1))
+    assert difference > 0.1
+    # gradcheck (slow mode: one-hot, non-negative probes) passes it: this check is not gradcheck.
+    _plain_gradcheck_passes(DYNAMIC / "by_design.py", "GuidedReLU", (3, 4))
+    assert "gradcheck" in function(report, "GuidedReLU")["ran"]
+
+
+def test_a_forward_that_casts_to_float32_is_not_agl903(fixture_run):
+    _, findings, report = fixture_run
+    entry = function(report, "Float32Sin")
+    assert entry["runtime_findings"] == [] and "gradcheck" in entry["ran"], entry
+    assert "gradgradcheck: forward computes in float32, below the precision second derivatives need" in \
+        entry["skipped"]
+    # Without a cast in forward, a float32 gradient still is one.
+    assert "is float32, the input float64" in runtime(findings, "raw_backward.py", "AGL903")["Float32Grad"]["message"]
+
+
+def test_nan_in_a_check_is_named_by_input_and_element(fixture_run):
+    _, findings, report = fixture_run
+    nan = runtime(findings, "nonfinite.py", "AGL901")
+    assert set(nan) == {"NanBackward"}, nan
+    assert re.search(r"NanBackward: gradcheck failed: backward returns nan in the gradient for input 0 \(`x`\) at "
+                     r"element \(\d+, \d+\)", nan["NanBackward"]["message"]), nan["NanBackward"]["message"]
+    edge = function(report, "Sqrt")
+    assert edge["inputs"]["source"] == "declared"
+    assert edge["runtime_findings"] == [] and "gradcheck" not in edge["ran"]
+    assert "gradcheck: forward gives nan within 1e-06 of input 0 (`x`) at element (1, 1) (for output element 4): " \
+        "the input is at the edge of forward's domain" in edge["skipped"], edge["skipped"]
