@@ -37,7 +37,7 @@ def test_default_selection_is_everything_but_the_opt_in_rules():
     assert not default.is_enabled("AGL305") and not default.is_enabled("AGL502")
     assert not default.is_enabled("AGL207")
     assert default.is_enabled("AGL000") and default.is_enabled("AGL201")
-    assert enabled() == DEFAULTS == set(RULES) - {"AGL207", "AGL305", "AGL307", "AGL502", "AGL605"}
+    assert enabled() == DEFAULTS == set(RULES) - {"AGL207", "AGL305", "AGL307", "AGL502", "AGL605", "AGL908"}
 
 
 def test_select_prefix_enables_that_group_only():
