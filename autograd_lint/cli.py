@@ -132,9 +132,10 @@ def _main(argv: list[str]) -> int:
         results, fix_lines = fixes.results, fixes.summary_lines
     elif args.format == "text" and not args.statistics and not args.quiet:
         fix_lines = hint_lines(results)
-    dynamic_summary = None
+    dynamic = None
     if args.dynamic:  # imports the user's code, in child processes; never in the flake8 plugin
-        results, dynamic_summary = _run_dynamic(results, args, config, selection_for, discovered.files)
+        dynamic = _run_dynamic(results, args, config, selection_for, discovered.files)
+        results = dynamic.results
     run = LintRun(results=results, seconds=time.perf_counter() - start)
 
     internal_errors = [
@@ -145,15 +146,18 @@ def _main(argv: list[str]) -> int:
     _write_report(run, args, sys.stdout)
     for message in internal_errors:
         _error(f"internal error: {message}")
+    not_checked = (len(dynamic.unchecked), len(dynamic.functions)) if dynamic else (0, 0)
     if args.format == "text" and not args.quiet:
-        print(summary_line(run), file=sys.stderr)
+        print(summary_line(run, not_checked), file=sys.stderr)
     for line in fix_lines:
         print(line, file=sys.stderr)
-    if dynamic_summary and not args.quiet:
-        print(dynamic_summary, file=sys.stderr)
+    if dynamic and not args.quiet:
+        print(dynamic.summary_line, file=sys.stderr)
 
     if internal_errors or missing:
         return EXIT_ERROR
+    if dynamic and dynamic.unchecked and dynamic.require_checked:  # asked for: not checked fails the run
+        return EXIT_FINDINGS
     return EXIT_FINDINGS if run.findings and not args.exit_zero else EXIT_CLEAN
 
 
@@ -277,7 +281,7 @@ def _lint(files: list[str], selection_for: RulesPerFile, max_file_size: int, job
 
 
 def _run_dynamic(results: list, args: argparse.Namespace, config: Config,
-                 selection_for: RulesPerFile, files: list[str]) -> tuple[list, str]:
+                 selection_for: RulesPerFile, files: list[str]):
     from autograd_lint.dynamic.runner import DynamicError, options_from, run_dynamic, write_report
 
     try:
@@ -285,11 +289,11 @@ def _run_dynamic(results: list, args: argparse.Namespace, config: Config,
     except DynamicError as error:
         raise UsageError(str(error)) from None
     outcome = run_dynamic(results, selection_for, options, files)
-    for message in outcome.warnings:
+    for message in outcome.unchecked:  # every class it could not check, and why; even with --quiet
         _warn(f"--dynamic: {message}")
     if args.dynamic_report:
         write_report(args.dynamic_report, outcome)
-    return outcome.results, outcome.summary
+    return outcome
 
 
 def _jobs_for(value: str) -> int:
