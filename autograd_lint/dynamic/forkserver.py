@@ -61,7 +61,7 @@ def warm_up() -> None:
 
     from autograd_lint.dynamic import child
 
-    rng = torch.random.get_rng_state()
+    rng, seed = torch.random.get_rng_state(), torch.initial_seed()
 
     class WarmUpScale(torch.autograd.Function):
         @staticmethod
@@ -77,6 +77,7 @@ def warm_up() -> None:
     request = {"module_path": __file__, "call_site_files": [], "config_examples": {}, "use_declared": False}
     entry = child.class_entry(WarmUpScale)
     child.check_class(WarmUpScale, sys.modules[__name__], request, "cpu", entry)
+    torch.manual_seed(seed)  # the checks seed their inputs: put back the seed, then the state
     torch.random.set_rng_state(rng)
     if torch.cuda.is_initialized():  # a fork of a process with CUDA initialised cannot use CUDA
         raise RuntimeError("CUDA was initialised while warming up")
@@ -177,7 +178,12 @@ def _run_child(job: dict) -> int:
     """What ``python -m autograd_lint.dynamic.child REQUEST RESULT`` does, in this fork."""
     from autograd_lint.dynamic import child
 
-    random.seed()  # a fresh interpreter seeds from the OS; the forks would all share the server's
+    import torch
+
+    # A fresh interpreter seeds Python's and torch's generators from the OS (torch 2.13 picks a
+    # random initial seed); the forks would otherwise all share the server's.
+    random.seed()
+    torch.seed()
     if sys.path and _STARTUP_PATH and sys.path[0] == _STARTUP_PATH:  # as if started in its own directory
         sys.path[0] = job["workdir"]
     sys.argv = [child.__file__, job["request"], job["result"]]
