@@ -1,15 +1,16 @@
 """The fork server of ``--dynamic``: torch imported and autograd warmed once, one fork per module.
 
-    python -m autograd_lint.dynamic.forkserver JOBS_FILE PARALLEL
+    python -m autograd_lint.dynamic.forkserver
 
-Started by the runner (``processes``) in the scratch directory, with the children's environment.
-It imports torch, runs the child's own check once on a small Function of its own (``warm_up``:
-this loads what the first ``autograd.grad`` and the checks load lazily, sympy and
-``torch.fx.experimental.symbolic_shapes`` among them, about 1 s), writes ``{"ready": ...}`` on
-stdout, then forks one child per job of JOBS_FILE (a JSON list written by the runner), at most
-PARALLEL at a time, and writes one line per finished child: ``{"id", "returncode",
-"timed_out"}``. What a child found goes, as before, through its result file
-(``child.main``); its stderr goes to ``stderr.txt`` in its working directory.
+Started by the runner (``processes.Launcher``) before the static lint, in the scratch directory,
+with the children's environment. It imports torch, runs the child's own check once on a small
+Function of its own (``warm_up``: this loads what the first ``autograd.grad`` and the checks
+load lazily, sympy and ``torch.fx.experimental.symbolic_shapes`` among them, about 1 s), writes
+``{"ready": ...}`` on stdout, and reads one line on stdin, ``{"jobs": FILE, "parallel": N}``
+(end of file: nothing to do). It then forks one child per job of FILE (a JSON list), at most N
+at a time, and writes one line per finished child: ``{"id", "returncode", "timed_out",
+"seconds"}``. What a child found goes, as before, through its result file (``child.main``);
+its stderr goes to ``stderr.txt`` in its working directory.
 
 Why an ``os.fork`` server of our own rather than multiprocessing's "forkserver" start method
 with ``set_forkserver_preload``:
@@ -42,6 +43,7 @@ system frameworks is unsafe, and Windows has no fork; there, and with
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import random
@@ -51,7 +53,7 @@ import time
 import traceback
 from typing import Any, Optional
 
-POLL_S = 0.005  # how often a waiting server looks at its children and their deadlines
+MAX_WAIT_S = 0.5  # the longest the server waits without looking at its children
 STDERR_NAME = "stderr.txt"
 
 
@@ -59,7 +61,8 @@ def warm_up() -> None:
     """Run the child's check once on a small correct Function, leaving torch's state as it was."""
     import torch
 
-    from autograd_lint.dynamic import child
+    from autograd_lint.dynamic import child, confirm  # noqa: F401  (loaded for every child)
+    from autograd_lint.dynamic.confirmers import CONFIRMERS  # noqa: F401
 
     rng, seed = torch.random.get_rng_state(), torch.initial_seed()
 
@@ -86,8 +89,7 @@ def warm_up() -> None:
 _STARTUP_PATH = sys.path[0] if sys.path else ""  # ``python -m`` puts the working directory first
 
 
-def main(argv: list[str]) -> int:
-    jobs_path, parallel = argv[0], max(1, int(argv[1]))
+def main() -> int:
     sys.dont_write_bytecode = True
     started = time.perf_counter()
     try:
@@ -100,40 +102,53 @@ def main(argv: list[str]) -> int:
     except BaseException as error:  # noqa: B036 - the runner falls back to one interpreter per module
         _say({"ready": False, "reason": f"warming up raised {type(error).__name__}: {error}"})
         return 0
+    # Out of the collector's sight: a child's collections would otherwise touch (and so copy)
+    # every page holding torch's Python objects. Nothing changes for the user's own objects.
+    gc.collect()
+    gc.freeze()
     if _say({"ready": True, "seconds": round(time.perf_counter() - started, 3)}):
         return 1
-    with open(jobs_path, encoding="utf-8") as handle:
+    line = sys.stdin.readline()
+    if not line.strip():  # the runner had no module for us, or is gone
+        return 0
+    order = json.loads(line)
+    with open(order["jobs"], encoding="utf-8") as handle:
         jobs = json.load(handle)
-    return _serve(jobs, parallel)
+    return _serve(jobs, max(1, int(order["parallel"])))
 
 
 def _serve(jobs: list[dict], parallel: int) -> int:
     pending = list(reversed(jobs))
-    running: dict[int, tuple[dict, float]] = {}  # pid -> (job, deadline)
+    running: dict[int, tuple[dict, float, float]] = {}  # pid -> (job, deadline, forked at)
     timed_out: set[int] = set()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # the runner gives up: see the except below
+    # SIGCHLD stays pending until sigtimedwait takes it: the loop wakes as soon as a child ends
+    # (or at the next deadline), with no race between reaping and waiting. Children unblock it.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
     try:
         while pending or running:
             while pending and len(running) < parallel:
                 job = pending.pop()
-                running[_fork(job)] = (job, time.monotonic() + job["timeout"])
+                now = time.monotonic()
+                running[_fork(job)] = (job, now + job["timeout"], now)
             pid, status = os.waitpid(-1, os.WNOHANG)
             if pid in running:
-                job, _ = running.pop(pid)
+                job, _, forked = running.pop(pid)
                 killed = pid in timed_out
                 timed_out.discard(pid)
                 _kill_session(pid)  # what the module left running in its session goes with it
                 if _say({"id": job["id"], "returncode": os.waitstatus_to_exitcode(status),
-                         "timed_out": killed}):
+                         "timed_out": killed, "seconds": round(time.monotonic() - forked, 3)}):
                     _stop(running)
                     return 1
                 continue
             now = time.monotonic()
-            for pid, (job, deadline) in running.items():
+            for pid, (job, deadline, _) in running.items():
                 if now >= deadline and pid not in timed_out:
                     timed_out.add(pid)
                     _kill_session(pid)
-            time.sleep(POLL_S)
+            waiting = [deadline - now for pid, (_, deadline, _) in running.items() if pid not in timed_out]
+            signal.sigtimedwait({signal.SIGCHLD}, min([MAX_WAIT_S, *waiting]) if waiting else MAX_WAIT_S)
     except BaseException:  # noqa: B036 - KeyboardInterrupt, a closed pipe: no child outlives the server
         _stop(running)
         raise
@@ -149,6 +164,7 @@ def _fork(job: dict) -> int:
     code = 1
     try:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, set())  # as a fresh interpreter starts
         os.setsid()
         _child_streams(job["workdir"])
         code = _run_child(job)
@@ -219,4 +235,4 @@ def _say(message: dict[str, Any]) -> Optional[int]:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

@@ -1,6 +1,6 @@
 """How ``--dynamic`` starts its children: forked from the fork server, or one interpreter each.
 
-Parent side: no torch. ``run_jobs`` runs ``child.main`` once per module (a ``Job``), at most
+Parent side: no torch. ``Launcher.run`` runs ``child.main`` once per module (a ``Job``), at most
 ``parallel`` at a time, each with its own time limit, and says for each job why it gave no
 complete answer ("" when it finished). Two ways, with the same answers:
 
@@ -53,15 +53,37 @@ def fork_server_available() -> bool:
     return sys.platform.startswith("linux") and os.environ.get(FORK_SERVER_VARIABLE, "1") != "0"
 
 
-def run_jobs(jobs: list[Job], parallel: int, environment: dict, scratch: str,
-             done: Callable[[Job], None]) -> dict[int, Ending]:
-    """Job id -> how its child ended. ``done`` is called once per job as it ends, from this thread."""
-    parallel = max(1, min(parallel, len(jobs) or 1))
-    if jobs and fork_server_available():
-        failures = _through_server(jobs, parallel, environment, scratch, done)
-        if failures is not None:
-            return failures
-    return _one_interpreter_each(jobs, parallel, environment, done)
+class Launcher:
+    """Starts the children of one run. Made before the static lint, so that the fork server
+    imports torch meanwhile; ``run`` once; ``close`` (or the ``with`` block) stops the server."""
+
+    def __init__(self, scratch: str, environment: dict) -> None:
+        self.scratch, self.environment = scratch, environment
+        self.server: Optional[subprocess.Popen] = None
+        self.server_stderr = None
+        if fork_server_available():
+            self.server_stderr = open(os.path.join(scratch, "forkserver-stderr.txt"), "wb")  # noqa: SIM115
+            self.server = subprocess.Popen(
+                [sys.executable, "-m", "autograd_lint.dynamic.forkserver"], cwd=scratch, env=environment,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.server_stderr,
+                start_new_session=True)  # a Ctrl-C reaches the runner, which stops the server
+
+    def run(self, jobs: list[Job], parallel: int, done: Callable[[Job], None]) -> dict[int, Ending]:
+        """Job id -> how its child ended. ``done`` is called once per job as it ends, from this thread."""
+        parallel = max(1, min(parallel, len(jobs) or 1))
+        if jobs and self.server is not None:
+            failures = _through_server(self.server, jobs, parallel, self.scratch, done)
+            if failures is not None:
+                return failures
+        return _one_interpreter_each(jobs, parallel, self.environment, done)
+
+    def close(self) -> None:
+        if self.server is not None:
+            _stop_server(self.server)
+            self.server = None
+        if self.server_stderr is not None:
+            self.server_stderr.close()
+            self.server_stderr = None
 
 
 # --- one interpreter per module ---------------------------------------------------------------
@@ -127,46 +149,42 @@ def _last_line(stderr: Optional[bytes]) -> str:
 
 # --- the fork server --------------------------------------------------------------------------
 
-def _through_server(jobs: list[Job], parallel: int, environment: dict, scratch: str,
+def _through_server(server: subprocess.Popen, jobs: list[Job], parallel: int, scratch: str,
                     done: Callable[[Job], None]) -> Optional[dict[int, Ending]]:
     """None when the server could not warm up (the caller then starts one interpreter each)."""
     jobs_path = os.path.join(scratch, "jobs.json")
     with open(jobs_path, "w", encoding="utf-8") as handle:
         json.dump([{"id": job.id, "request": job.request, "result": job.result, "workdir": job.workdir,
                     "timeout": job.timeout} for job in jobs], handle)
-    server_stderr = open(os.path.join(scratch, "forkserver-stderr.txt"), "wb")  # noqa: SIM115
-    server = subprocess.Popen(
-        [sys.executable, "-m", "autograd_lint.dynamic.forkserver", jobs_path, str(parallel)],
-        cwd=scratch, env=environment, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=server_stderr,
-        start_new_session=True)  # a Ctrl-C reaches the runner, which stops the server
     by_id = {job.id: job for job in jobs}
     failures: dict[int, Ending] = {}
-    try:
-        messages = _messages(server)
-        ready = next(messages(max(SERVER_START_S, max(job.timeout for job in jobs))), None)
-        if ready is None or not ready.get("ready"):
-            if ready is not None and ready.get("fatal"):  # no torch: every child would say the same
-                for job in jobs:
-                    failures[job.id] = Ending("import-failed", ready["reason"])
-                    done(job)
-                return failures
-            return None
-        limit = max(job.timeout for job in jobs) + ANSWER_SLACK_S
-        for message in messages(limit):
-            job = by_id[message["id"]]
-            stderr = _read_tail(os.path.join(job.workdir, STDERR_NAME))
-            failures[job.id] = failure(job, message["returncode"], message["timed_out"], stderr)
-            done(job)
-            if len(failures) == len(jobs):
-                break
-        for job in jobs:  # the server died or stopped answering: say so for what it did not finish
-            if job.id not in failures:
-                failures[job.id] = Ending("crashed", "the fork server stopped before this module was checked")
+    messages = _messages(server)
+    ready = next(messages(max(SERVER_START_S, max(job.timeout for job in jobs))), None)
+    if ready is None or not ready.get("ready"):
+        if ready is not None and ready.get("fatal"):  # no torch: every child would say the same
+            for job in jobs:
+                failures[job.id] = Ending("import-failed", ready["reason"])
                 done(job)
-        return failures
-    finally:
-        _stop_server(server)
-        server_stderr.close()
+            return failures
+        return None
+    try:
+        server.stdin.write((json.dumps({"jobs": jobs_path, "parallel": parallel}) + "\n").encode())
+        server.stdin.close()
+    except OSError:
+        return None  # it died after warming up: nothing of the user's code has run yet
+    limit = max(job.timeout for job in jobs) + ANSWER_SLACK_S
+    for message in messages(limit):
+        job = by_id[message["id"]]
+        stderr = _read_tail(os.path.join(job.workdir, STDERR_NAME))
+        failures[job.id] = failure(job, message["returncode"], message["timed_out"], stderr)
+        done(job)
+        if len(failures) == len(jobs):
+            break
+    for job in jobs:  # the server died or stopped answering: say so for what it did not finish
+        if job.id not in failures:
+            failures[job.id] = Ending("crashed", "the fork server stopped before this module was checked")
+            done(job)
+    return failures
 
 
 def _messages(server: subprocess.Popen):
@@ -214,5 +232,9 @@ def _stop_server(server: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
-    if server.stdout is not None:
-        server.stdout.close()
+    for stream in (server.stdin, server.stdout):
+        if stream is not None and not stream.closed:
+            try:
+                stream.close()
+            except OSError:
+                pass

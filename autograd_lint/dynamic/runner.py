@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional
 
 from autograd_lint.dynamic.dedupe import Merge, RuntimeResult, merge_explained, merged_line
-from autograd_lint.dynamic.processes import Ending, Job, run_jobs
+from autograd_lint.dynamic.processes import Ending, Job, Launcher
 from autograd_lint.dynamic.progress import module_progress
 from autograd_lint.findings import Finding
 from autograd_lint.suppression import disabled_codes, noqa_codes
@@ -109,23 +109,44 @@ class DynamicOutcome:
     require_checked: bool = False  # the option: a class in ``unchecked`` fails the run
 
 
+class DynamicSession:
+    """The scratch directory and the children's launcher of one run (``start_session``), made
+    before the static lint so that the fork server imports torch meanwhile; a context manager."""
+
+    def __init__(self, options: DynamicOptions) -> None:
+        self.options = options
+        self.scratch = tempfile.mkdtemp(prefix="autograd-lint-dynamic-")
+        self.environment = _child_environment(self.scratch)
+        self.launcher = Launcher(self.scratch, self.environment)
+
+    def close(self) -> None:
+        self.launcher.close()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+    def __enter__(self) -> "DynamicSession":
+        return self
+
+    def __exit__(self, *_) -> None:
+        self.close()
+
+
+def start_session(options: DynamicOptions) -> DynamicSession:
+    return DynamicSession(options)
+
+
 def run_dynamic(results: list, selection_for: Callable[[str], RuleFilter], options: DynamicOptions,
-                linted_files: Iterable[str]) -> DynamicOutcome:
+                linted_files: Iterable[str], session: Optional[DynamicSession] = None) -> DynamicOutcome:
+    """``session``: one started earlier (the CLI does, before linting), else one for this call."""
+    if session is None:
+        with start_session(options) as own:
+            return run_dynamic(results, selection_for, options, linted_files, own)
     started = time.perf_counter()
     modules = [result for result in results if result.function_classes and not _unparsable(result)]
     call_site_files = _call_site_files(linted_files, options.root)
-    scratch = tempfile.mkdtemp(prefix="autograd-lint-dynamic-")
-    answers: dict[str, ModuleAnswer] = {}
-    try:
-        environment = _child_environment(scratch)
-        jobs = [_job(result, options, call_site_files, scratch, number) for number, result in enumerate(modules)]
-        with module_progress(len(modules), options.show_progress) as progress:
-            endings = run_jobs(jobs, options.jobs, environment, scratch,
-                               lambda job: progress.advance(modules[job.id].path))
-        for job, result in zip(jobs, modules):
-            answers[result.path] = _answer(result.path, job, endings[job.id])
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    jobs = [_job(result, options, call_site_files, session.scratch, number) for number, result in enumerate(modules)]
+    with module_progress(len(modules), options.show_progress) as progress:
+        endings = session.launcher.run(jobs, options.jobs, lambda job: progress.advance(modules[job.id].path))
+    answers = {result.path: _answer(result.path, job, endings[job.id]) for job, result in zip(jobs, modules)}
     outcome = _outcome(results, answers, selection_for, time.perf_counter() - started)
     outcome.require_checked = options.require_checked
     return outcome
