@@ -58,7 +58,8 @@ class RuleInfo:
     # The runtime failures (--dynamic) that this rule's bug causes on the same class: once a
     # finding is confirmed, they are merged into it rather than reported again
     # (``dynamic/dedupe.py``). "AGL903:<kind>" names one kind of AGL903's problems ("count",
-    # "shape", "dtype", "device", "type"), as AGL903 reports several at once.
+    # "shape", "dtype", "device", "type"), as AGL903 reports several at once; "AGL905:<kind>"
+    # one of AGL905's ("values", "raises").
     explains: tuple[str, ...] = ()
 
     @property
@@ -164,7 +165,7 @@ RULES: dict[str, RuleInfo] = {
                  fix_safety="unsafe", fixer="agl201"),
         RuleInfo("AGL301", "inplace-grad-output", "error",
                  "in-place operation on a gradient parameter of backward",
-                 confirmable=True, explains=("AGL902",),
+                 confirmable=True, explains=("AGL902", "AGL905"),
                  fix="`g = g.clone()` before the first in-place write",
                  fix_safety="safe", fixer="clone"),
         RuleInfo("AGL302", "inplace-saved-tensor", "error",
@@ -202,6 +203,11 @@ RULES: dict[str, RuleInfo] = {
                  confirmable=True, explains=("AGL901", "AGL903:dtype", "AGL903:device"),
                  fix="`torch.zeros(...)` -> `grad.new_zeros(...)`, or `dtype=`/`device=` from the gradient",
                  fix_safety="safe"),
+        RuleInfo("AGL403", "strided-grad-to-kernel", "warning",
+                 "backward hands a gradient, maybe non-contiguous, to a custom kernel (Triton launch, "
+                 "data_ptr, compiled extension, custom op) without .contiguous()",
+                 graded="error (Triton launch without its strides, data_ptr) / warning (extension, custom op)",
+                 confirmable=True, explains=("AGL905",)),
         RuleInfo("AGL404", "numpy-gradient-device", "warning",
                  "backward returns a gradient made from NumPy (torch.from_numpy/as_tensor) without moving it to the gradient's device"),
         RuleInfo("AGL501", "gradcheck-float32", "warning",
@@ -222,7 +228,9 @@ RULES: dict[str, RuleInfo] = {
                  graded="error (custom_bwd alone) / warning (custom_fwd alone)",
                  confirmable=True, explains=("AGL901", "AGL906")),
         RuleInfo("AGL604", "deprecated-amp-decorator", "warning",
-                 "torch.cuda.amp.custom_fwd/custom_bwd, deprecated for torch.amp.custom_fwd(device_type=...)"),
+                 "torch.cuda.amp.custom_fwd/custom_bwd, deprecated for torch.amp.custom_fwd(device_type=...)",
+                 fix="`@torch.cuda.amp.custom_fwd(...)` -> `@torch.amp.custom_fwd(device_type=\"cuda\", ...)`",
+                 fix_safety="unsafe"),
         RuleInfo("AGL605", "forward-takes-ctx", "info",
                  "forward takes ctx and there is no setup_context: torch.func transforms (vmap, grad, jvp) refuse the Function",
                  default_enabled=False, confirmable=True, confirmed_when_forward_raises=True),
@@ -236,6 +244,9 @@ RULES: dict[str, RuleInfo] = {
                  "backward returned a wrong count, shape, dtype or device at runtime (--dynamic)", static=False),
         RuleInfo("AGL904", "cuda-only-failure", "error",
                  "passes on CPU but fails on CUDA (--dynamic)", static=False),
+        RuleInfo("AGL905", "strided-gradient-mismatch", "error",
+                 "backward gives other gradients, or raises, when a gradient arrives non-contiguous (--dynamic)",
+                 static=False),
         RuleInfo("AGL906", "autocast-failure", "error",
                  "forward under autocast, or backward after it, raises where the same calls in float32 run "
                  "(--dynamic)", static=False,
@@ -243,5 +254,12 @@ RULES: dict[str, RuleInfo] = {
         RuleInfo("AGL907", "undefined-gradient-failure", "error",
                  "backward raises when an unused output's gradient is None (set_materialize_grads(False); "
                  "--dynamic)", static=False),
+        RuleInfo("AGL908", "surrogate-gradient", "info",
+                 "backward is deliberately not forward's derivative: a straight-through or surrogate estimator "
+                 "over a piecewise-constant forward, or a gradient modifier over an identity forward (--dynamic)",
+                 default_enabled=False, static=False),
+        RuleInfo("AGL909", "backward-not-linear", "error",
+                 "backward is not linear in its incoming gradient: it clamps or gates on the gradient's sign, "
+                 "which gradcheck's non-negative probes miss (--dynamic)", static=False),
     ]
 }

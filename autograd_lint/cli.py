@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Optional, Sequence, TextIO
 
 from autograd_lint import __version__
+from autograd_lint.catalogue import RULES
 from autograd_lint.config import Config, ConfigError, empty_config, find_config, load_config
 from autograd_lint.discovery import discover, exclude_spec, missing_paths
 from autograd_lint.dynamic.options import add_arguments as add_dynamic_arguments
@@ -37,6 +38,7 @@ from autograd_lint.selection import (
 from autograd_lint.cache import DEFAULT_CACHE_DIR
 from autograd_lint.source import DEFAULT_MAX_FILE_SIZE
 
+OPT_IN_CODES = tuple(code for code, info in RULES.items() if not info.default_enabled)
 PROG = "autograd-lint"
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -171,7 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Lint PyTorch custom torch.autograd.Function classes. "
         "Static analysis only: never imports your code or torch.",
         epilog="selectors: codes (AGL201), prefixes (AGL2) or ALL, comma-separated;\n"
-        "  opt-in rules (AGL207, AGL305, AGL502) are enabled only by their full code or ALL.\n"
+        f"  opt-in rules ({', '.join(OPT_IN_CODES)}) are enabled only by their full code or ALL.\n"
         "exit status: 0 no findings, 1 findings, 2 usage, config or internal error.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

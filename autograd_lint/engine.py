@@ -235,7 +235,9 @@ def _collect_facts(states: list[_State], indexes: list[int], pool: WorkerPool, c
     for i, answer in pool.run(Pipeline.facts, [(i, states[i].path) for i in todo], parsing, final_names).items():
         _as_facts(states[i], answer)
         if cache is not None:
-            cache.put(cache.facts, states[i].digest, answer if isinstance(answer, FileFacts) else answer.message)
+            # An AGL000 is kept with its position: a syntax error is reported where Python places it.
+            cache.put(cache.facts, states[i].digest,
+                      answer if isinstance(answer, FileFacts) else (answer.message, answer.line, answer.column))
 
 
 def _cost(state: _State) -> tuple[float, float]:
@@ -249,13 +251,15 @@ def _cost(state: _State) -> tuple[float, float]:
 
 
 def _as_facts(state: _State, answer) -> None:
-    """Record step 2's answer (facts, an AGL000 finding, or a cached syntax-error message)."""
+    """Record step 2's answer (facts, an AGL000 finding, or a cached syntax error: its message,
+    line and column)."""
     if isinstance(answer, FileFacts):
         state.facts = answer
     elif isinstance(answer, Finding):
         state.error = answer
     else:
-        state.error = agl000(state.path, answer)
+        message, line, column = answer
+        state.error = agl000(state.path, message, line, column)
 
 
 def _merge(states: list[_State]) -> ProjectFacts:

@@ -59,6 +59,8 @@ EVIDENCE = {
               r"@torch\.amp\.custom_bwd|AttributeError: .*_fwd_used_autocast.*only @custom_fwd sets)",
     "AGL307": r"output 0 is a view of an input; output\.add_\(0\) raised RuntimeError: .*created inside a custom Function",
     "AGL308": r"backward returned None for input 2, but the outputs change with it: .*it never trains",
+    "AGL403": r"when the gradient arrives (transposed|expanded|interleaved).*backward returns other gradients than "
+              r"for the same values contiguous",
     "AGL605": r"torch\.func\.vjp over Double raised RuntimeError: .*it must override the setup_context staticmethod",
     "AGL606": r"output 0 of Scale changes with the captured `weight` .*its \.grad is None",
 }

@@ -197,3 +197,11 @@ def test_the_readmes_pre_commit_rev_is_a_commit_sha_or_an_existing_tag() -> None
     tags = subprocess.run(["git", "tag", "--list"], cwd=REPO_ROOT, capture_output=True, text=True).stdout.split()
     for rev in revs:
         assert re.fullmatch(r"[0-9a-f]{40}", rev) or rev in tags, rev
+
+
+def test_a_syntax_error_answered_from_the_cache_keeps_its_position(tmp_path: Path) -> None:
+    (tmp_path / "ops.py").write_text(BAD.replace("def backward(ctx, grad_output):", "def backward(ctx grad_output):",
+                                                 1), encoding="utf-8")
+    runs = [run_cli("--cache-dir", str(tmp_path / "cache"), "ops.py", cwd=tmp_path).stdout for _ in range(2)]
+    assert runs[0] == runs[1], runs
+    assert ": AGL000 could not parse: SyntaxError" in runs[0] and ":1:1: AGL000" not in runs[0], runs[0]

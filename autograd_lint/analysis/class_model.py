@@ -38,6 +38,7 @@ from autograd_lint.analysis.input_evidence import (
 from autograd_lint.analysis.tensorness import Tensorness, TensorJudge
 
 if TYPE_CHECKING:
+    from autograd_lint.analysis.kernels import ModuleKernels
     from autograd_lint.analysis.provenance import ProvenanceModel
 
 METHOD_NAMES = ("forward", "backward", "setup_context", "jvp", "vjp")
@@ -212,6 +213,8 @@ class FunctionModel:
     module_function: Callable[[str], Optional["Method"]] = field(default=lambda name: None, repr=False)
     key: str = ""  # ``module.Class`` (analysis.names)
     project: Optional[ProjectFacts] = None
+    # What the file says about custom kernels (``analysis.kernels``): set with module_function.
+    kernels: Optional["ModuleKernels"] = field(default=None, repr=False)
 
     def passed_literals(self, input_name: str) -> Optional[frozenset[str]]:
         """The kinds of literal every ``.apply(...)`` call in the linted files passes for this

@@ -31,6 +31,7 @@ from autograd_lint.source import SourceError, read_bytes, text_of
 
 if TYPE_CHECKING:
     from autograd_lint.analysis.class_model import Method
+    from autograd_lint.analysis.kernels import ModuleKernels
     from autograd_lint.analysis.module import ModuleAnalysis
     from autograd_lint.analysis.snippet import ParsedClass
 
@@ -206,9 +207,19 @@ class SourceFile:
             model = build_function_model(info, parsed, index.imports.qualify, local_models, project,
                                          key=f"{module_name.name}.{info.name}")
             model.module_function = self.module_function
+            model.kernels = self.kernels
             local_models[info.name] = model
             analysis.classes.append(model)
         return analysis
+
+    @cached_property
+    def kernels(self) -> "ModuleKernels":
+        """What the file says about custom kernels (Triton, extensions: ``analysis.kernels``)."""
+        from autograd_lint.analysis.kernels import module_kernels
+
+        if self.tree is None:
+            return module_kernels(None, None)
+        return module_kernels(self.tree, self.skeleton.imports, self.text)
 
     def parsed_class(self, node: ast.ClassDef) -> ParsedClass:
         """The libcst tree of the class ``node`` (of this file's ``ast``), parsed on first ask;
