@@ -632,3 +632,9 @@ def test_nan_in_a_check_is_named_by_input_and_element(fixture_run):
     assert edge["runtime_findings"] == [] and "gradcheck" not in edge["ran"]
     assert "gradcheck: forward gives nan within 1e-06 of input 0 (`x`) at element (1, 1) (for output element 4): " \
         "the input is at the edge of forward's domain" in edge["skipped"], edge["skipped"]
+
+
+def test_a_module_that_disables_grad_mode_at_import_is_checked_with_grad_on(fixture_run):
+    _, findings, report = fixture_run
+    assert not [f for f in findings if f["path"].endswith("grad_disabled_at_import.py")]
+    assert {"gradcheck", "gradgradcheck"} <= set(function(report, "CubeGradOff")["ran"])

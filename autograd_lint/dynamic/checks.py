@@ -104,7 +104,16 @@ def run_checks(cls: type, make_inputs: Callable[[], tuple], names: list[str],
     """``guessed_backward_error``: the inputs are guesses on which backward raised this (no guess
     let it run). Its raw result is still checked (AGL903: what it returns, seen directly), but
     not gradcheck: a guessed tensor for a `transport` or a `process_group` makes a correct
-    backward raise as easily as a buggy one."""
+    backward raise as easily as a buggy one.
+
+    Grad mode is switched on for the checks: a module that runs ``torch.set_grad_enabled(False)``
+    at import would otherwise make gradcheck compare against nothing (a false AGL901)."""
+    with torch.enable_grad():
+        return _run_checks(cls, make_inputs, names, guessed_backward_error)
+
+
+def _run_checks(cls: type, make_inputs: Callable[[], tuple], names: list[str],
+                guessed_backward_error: str) -> CheckReport:
     report = CheckReport()
     if not has_differentiable_output(cls, make_inputs):
         report.skipped.append("all checks: forward returns no differentiable output (backward is never called)")
