@@ -213,8 +213,13 @@ class FunctionModel:
     module_function: Callable[[str], Optional["Method"]] = field(default=lambda name: None, repr=False)
     key: str = ""  # ``module.Class`` (analysis.names)
     project: Optional[ProjectFacts] = None
-    # What the file says about custom kernels (``analysis.kernels``): set with module_function.
-    kernels: Optional["ModuleKernels"] = field(default=None, repr=False)
+    # What the file says about custom kernels (``analysis.kernels``), computed when a rule first
+    # asks (it walks the whole module): set with module_function.
+    kernels_of: Callable[[], Optional["ModuleKernels"]] = field(default=lambda: None, repr=False)
+
+    @property
+    def kernels(self) -> Optional["ModuleKernels"]:
+        return self.kernels_of()
 
     def passed_literals(self, input_name: str) -> Optional[frozenset[str]]:
         """The kinds of literal every ``.apply(...)`` call in the linted files passes for this

@@ -21,6 +21,7 @@ from autograd_lint.analysis.class_model import METHOD_NAMES, FunctionModel, Meth
 from autograd_lint.analysis.input_evidence import USE_NODE_CLASSES, ParameterUses, collect_uses, judge_parameter
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.analysis.snippet import parse_class
+from autograd_lint.analysis.syntax import names_read
 from autograd_lint.analysis.tensorness import (
     NON_TENSOR_ATTRIBUTES, NON_TENSOR_METHODS, Tensorness, TensorJudge,
 )
@@ -40,10 +41,13 @@ class CapturedRead:
 def captured_reads(module: ModuleAnalysis, model: FunctionModel) -> list[CapturedRead]:
     """Every name the class's own autograd methods read from an enclosing function, in method
     order (forward, backward, setup_context, jvp, vjp), one entry per name; empty for a class at
-    module level or when the file's scopes cannot be read."""
+    module level, when the file's scopes cannot be read, or when forward reads nothing that an
+    enclosing function binds (the cheap test that spares symtable's compile of the module)."""
     node = model.info.node
     if node.col_offset == 0 or module.source.tree is None:
         return []  # a module-level class sees only globals
+    if not _may_capture(module.source.tree, node, model):
+        return []  # the cheap test first: symtable compiles the whole module
     path = _scope_path(_module_table(module), node)
     functions = [table for table in path or [] if table.get_type() == "function"]
     if not functions:
@@ -180,3 +184,42 @@ def _enclosing_method(module: ModuleAnalysis, table: symtable.SymbolTable) -> Op
                 method = None
         cache[key] = method
     return cache[key]
+
+
+def _may_capture(tree: ast.Module, node: ast.ClassDef, model: FunctionModel) -> bool:
+    """Does a method of the class read a name that an enclosing function binds? (A superset of
+    the captured names: symtable then says which reads really are free.)"""
+    bound: set[str] = set()
+    for function in _enclosing_functions(tree, node):
+        arguments = function.args
+        bound.update(a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs])
+        bound.update(a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None)
+        for inner in ast.walk(function):
+            if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store):
+                bound.add(inner.id)
+            elif isinstance(inner, (ast.Import, ast.ImportFrom)):
+                bound.update((alias.asname or alias.name).split(".")[0] for alias in inner.names)
+    if not bound:
+        return False
+    forward = model.own("forward")  # the only method whose captured reads do harm (AGL606)
+    return forward is not None and bool(names_read(forward.node) & bound)
+
+
+def _enclosing_functions(tree: ast.Module, node: ast.ClassDef) -> list[ast.AST]:
+    """The functions whose bodies hold ``node``, outermost first, found by descending through
+    the statements whose lines contain it (not a walk of the whole module)."""
+    found: list[ast.AST] = []
+    body = tree.body
+    while True:
+        holder = next((statement for statement in body if statement is not node
+                       and statement.lineno <= node.lineno <= (statement.end_lineno or statement.lineno)), None)
+        if holder is None:
+            return found
+        if isinstance(holder, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found.append(holder)
+        body = [child for field in ("body", "orelse", "finalbody", "handlers") for child in getattr(holder, field, [])
+                if isinstance(child, ast.stmt) or isinstance(child, ast.excepthandler)]
+        if isinstance(holder, ast.Try) or hasattr(holder, "handlers"):
+            body += [stmt for handler in getattr(holder, "handlers", []) for stmt in handler.body]
+        if not body:
+            return found

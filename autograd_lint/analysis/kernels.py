@@ -88,6 +88,13 @@ def is_extension_module(qualified: str) -> bool:
     return bool(parts[0]) and parts[0] not in _LAYOUT_AWARE_TOPS and bool(_EXTENSION_MODULE.match(parts[-1]))
 
 
+# A call that loads an extension (``cpp_extension.load(...)``, ``load_inline``, a builder's
+# ``.load()``, mmcv's ``load_ext``, ``import_module``) or defines ops (``torch.library``): a
+# file without one skips the walk over every node (the substring "load" alone is in most files).
+_MAY_LOAD_OR_DEFINE = re.compile(r"cpp_extension|load_inline|load_ext|import_module|\.load\(\s*\)|"
+                                 r"torch\.library|Library\(")
+
+
 def module_kernels(tree: Optional[ast.Module], imports: Optional["ImportMap"], text: str = "") -> ModuleKernels:
     """``text``, when given, lets a file without a loader call or ``torch.library`` skip the walk
     over every node that finds them."""
@@ -95,7 +102,7 @@ def module_kernels(tree: Optional[ast.Module], imports: Optional["ImportMap"], t
         return ModuleKernels()
     loaded: set[str] = set()
     namespaces: set[str] = set()
-    walked = walk(tree) if not text or any(m in text for m in ("load", "import_module", "library")) else ()
+    walked = walk(tree) if not text or _MAY_LOAD_OR_DEFINE.search(text) else ()
     for node in walked:
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and _loads_extension(node.value, imports):
             loaded.update(t.id for t in node.targets if isinstance(t, ast.Name))

@@ -207,7 +207,7 @@ class SourceFile:
             model = build_function_model(info, parsed, index.imports.qualify, local_models, project,
                                          key=f"{module_name.name}.{info.name}")
             model.module_function = self.module_function
-            model.kernels = self.kernels
+            model.kernels_of = lambda: self.kernels  # a cached_property: walked once, if asked
             local_models[info.name] = model
             analysis.classes.append(model)
         return analysis
