@@ -16,13 +16,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from functools import lru_cache, partial
-from typing import Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence, Union
 
 from autograd_lint.analysis.names import module_name_of
-from autograd_lint.analysis.precheck import TextSummary
+from autograd_lint.analysis.precheck import TextSummary, summarize
 from autograd_lint.analysis.project import FileFacts, ProjectFacts
 from autograd_lint.analysis.source_file import SourceFile
-from autograd_lint.cache import Cache, RunMemo, stamp
+from autograd_lint.cache import Cache, RunMemo, content_hash, stamp
 from autograd_lint.catalogue import RULES
 from autograd_lint.findings import Finding
 from autograd_lint.gc_pause import gc_paused
@@ -33,7 +33,7 @@ from autograd_lint.pipeline import (
 from autograd_lint.selection import RuleFilter
 from autograd_lint.source import DEFAULT_MAX_FILE_SIZE
 
-__all__ = ["FileResult", "lint_paths", "lint_text", "default_jobs"]
+__all__ = ["FileResult", "ProjectSnapshot", "gather_project", "lint_paths", "lint_text", "default_jobs"]
 
 # Below this many files to read, starting worker processes costs more than it saves.
 PARALLEL_THRESHOLD = 64
@@ -57,6 +57,7 @@ def lint_paths(
     jobs: int = 1,
     cache_dir: Optional[str] = None,
     stats: Optional[dict[str, os.stat_result]] = None,
+    project_paths: Sequence[str] = (),
 ) -> list[FileResult]:
     """Lint every file (already discovered) and return one result per file, in order.
 
@@ -64,18 +65,20 @@ def lint_paths(
     Unreadable, oversized or unparsable files give one AGL000 finding; nothing here raises for
     bad input. ``jobs`` worker processes share the work; ``cache_dir`` enables the cache.
     ``stats``: path -> ``os.stat`` from discovery, the cache's stamps (else the cache stats each
-    file itself).
+    file itself). ``project_paths``: the other files of their project (``project_scope``): their
+    facts count, they are not linted.
     """
     stats = stats or {}
+    others = _others(paths, project_paths)
     memo, run_key = None, ""
     if cache_dir:
         memo = RunMemo.load(cache_dir)
-        run_key = _run_key(paths, selection_for, max_file_size, stats)
+        run_key = _run_key(paths, selection_for, max_file_size, stats, others)
         if run_key in memo.runs:  # the very same run as before: its result, nothing else loaded
             return _results_of(paths, memo.runs[run_key])
     with gc_paused():
         cache = Cache.load(cache_dir) if cache_dir else None
-        states = [_State(path) for path in paths]
+        states = [_State(path) for path in [*paths, *others]]
         unread = _summaries_from_cache(states, cache, stats)
         pool = WorkerPool(jobs if len(unread) >= PARALLEL_THRESHOLD else 1, len(states),
                           make_state=partial(Pipeline, max_file_size, hashing=cache is not None),
@@ -83,7 +86,7 @@ def lint_paths(
         try:
             _summarize(states, unread, pool, cache, stats)
             project = _gather_project_facts(states, pool, cache)
-            results = _lint_all(states, selection_for, project, pool, cache)
+            results = _lint_all(states[: len(paths)], selection_for, project, pool, cache)
         finally:
             pool.close()
     if cache is not None:
@@ -93,10 +96,19 @@ def lint_paths(
     return results
 
 
+def _others(paths: Sequence[str], project_paths: Sequence[str]) -> list[str]:
+    """The project's files that are not among ``paths`` (however either spells them)."""
+    if not project_paths:
+        return []
+    given = {os.path.abspath(path) for path in paths}
+    return [path for path in project_paths if os.path.abspath(path) not in given]
+
+
 def _run_key(paths: Sequence[str], selection_for: Callable[[str], RuleFilter], max_file_size: Optional[int],
-             stats: dict) -> str:
+             stats: dict, others: Sequence[str] = ()) -> str:
     """Everything a run's results depend on besides the files' bytes, which the stamps stand
-    for (as in the per-file layers): the files in order, and the codes selected for each."""
+    for (as in the per-file layers): the files in order, and the codes selected for each; the
+    other files of the project, and their stamps."""
     code_lists: dict[frozenset[str], str] = {}
     entries: list[tuple] = [max_file_size]
     for path in paths:
@@ -105,6 +117,8 @@ def _run_key(paths: Sequence[str], selection_for: Callable[[str], RuleFilter], m
         if listed is None:
             listed = code_lists[codes] = ",".join(sorted(codes))
         entries.append((path, stamp(path, stats.get(path)), listed))
+    entries.append("project")
+    entries.extend((path, stamp(path, stats.get(path))) for path in others)
     return RunMemo.key(entries)
 
 
@@ -118,22 +132,99 @@ def _results_of(paths: Sequence[str], stored: dict[int, FileResult]) -> list[Fil
     return [stored.get(i) or FileResult(path) for i, path in enumerate(paths)]
 
 
-def lint_text(path: str, text: str, selection: RuleFilter, project: Optional[ProjectFacts] = None,
+def lint_text(path: str, text: str, selection: RuleFilter,
+              project: Union[ProjectFacts, "ProjectSnapshot", None] = None,
               honour_noqa: bool = True, tree=None, annotate_fixes: bool = True) -> FileResult:
-    """Lint one file's text on its own (the flake8 plugin's entry point). Without ``project``
-    the file is its own project: facts from other files are not known. ``tree``: the file's
-    ``ast``, when the caller has parsed it already (flake8 has)."""
-    source = SourceFile(path, text=text, tree=tree)
+    """Lint one file's text (the flake8 plugin's entry point, and ``autograd-lint -``). Without
+    ``project`` the file is its own project: facts from other files are not known. With a
+    ``ProjectSnapshot`` (``gather_project``), the text's own facts replace those of the file
+    ``path`` on disk (an editor's unsaved buffer). ``tree``: the file's ``ast``, when the caller
+    has parsed it already (flake8 has)."""
+    source = SourceFile(path, text=text, tree=tree, hashing=isinstance(project, ProjectSnapshot))
     summary = summary_of(source)
     state = _State(path, summary.digest, summary.summary, summary.error)
     codes = CodeSet.of(selection).codes
-    if project is None:
+    if isinstance(project, ProjectSnapshot):
+        project = project.facts_with(state, source)
+    elif project is None:
         if state.summary is not None and _matters(state.summary, ProjectFacts()):
             _as_facts(state, facts_of(source))
         project = _merge([state])
     if state.summary is None or not _matters(state.summary, project):
         return _unlinted_result(state, codes)
     return lint_file(source, codes, project, honour_noqa, annotate_fixes)
+
+
+class ProjectSnapshot:
+    """The facts of a project's files as they are on disk, gathered once (``gather_project``)
+    for linting texts of it one at a time: the flake8 plugin, ``autograd-lint -``."""
+
+    def __init__(self, states: list[_State], facts: ProjectFacts, cache: Cache) -> None:
+        self.states = states
+        self.facts = facts
+        self.cache = cache  # facts by content hash: a text's project is merged again without parsing
+        self.index = {os.path.abspath(state.path): i for i, state in enumerate(states)}
+
+    def may_matter(self, text: str) -> bool:
+        """Can a text of the project that names neither Function nor gradcheck have findings? Only
+        by subclassing or using one of the project's Function classes."""
+        names = self.facts.function_names
+        return bool(names) and _matters(summarize(text), self.facts)
+
+    def facts_with(self, text_state: _State, source: SourceFile) -> ProjectFacts:
+        """The project's facts with ``source`` (a text given for the file at its path) in place
+        of that file on disk; ``text_state``: its summary, given its facts here."""
+        position = self.index.get(os.path.abspath(text_state.path))
+        on_disk = self.states[position] if position is not None else None
+        text_state.digest = content_hash(source.text.encode("utf-8", "surrogatepass"))
+        if on_disk is not None and on_disk.digest == text_state.digest and on_disk.error is None:
+            text_state.facts = on_disk.facts
+            return self.facts  # the file as it is on disk (flake8 over saved files)
+        if text_state.summary is None:
+            parsed = None
+        else:
+            parsed = facts_of(source)
+            self.cache.facts[text_state.digest] = parsed if isinstance(parsed, FileFacts) else parsed.message
+        if on_disk is not None and isinstance(parsed, FileFacts) and on_disk.error is None and (
+                on_disk.summary is not None and on_disk.summary.grad_fn_attributes == text_state.summary.grad_fn_attributes
+                and (on_disk.facts == parsed if _matters(text_state.summary, self.facts) else on_disk.facts is None)):
+            return self.facts  # edited, but not in anything the other files see
+        # Gathered again, as a run over the project with this text on disk would: every file's
+        # facts come from memory (by content hash), the text's too; none is read again.
+        states = [_State(s.path, s.digest, s.summary, s.error if s.summary is None else None) for s in self.states]
+        fresh = _State(text_state.path, text_state.digest, text_state.summary, text_state.error)
+        if position is None:
+            states.append(fresh)
+        else:
+            states[position] = fresh
+        pool = WorkerPool(1, len(states), make_state=partial(Pipeline, DEFAULT_MAX_FILE_SIZE, hashing=True))
+        try:
+            return _gather_project_facts(states, pool, self.cache)
+        finally:
+            pool.close()
+
+
+def gather_project(paths: Sequence[str], max_file_size: Optional[int] = DEFAULT_MAX_FILE_SIZE,
+                   cache_dir: Optional[str] = None, stats: Optional[dict[str, os.stat_result]] = None,
+                   jobs: int = 1) -> ProjectSnapshot:
+    """Steps 1 and 2 over a project's files (``project_scope.project_files``), from the CLI's
+    cache where it knows a file by its path, size, mtime and inode (a warm run reads no file but
+    the cache's), and saved back to it."""
+    stats = stats or {}
+    with gc_paused():
+        cache = Cache.load(cache_dir) if cache_dir else Cache("")
+        states = [_State(path) for path in paths]
+        unread = _summaries_from_cache(states, cache, stats)
+        pool = WorkerPool(jobs if len(unread) >= PARALLEL_THRESHOLD else 1, len(states),
+                          make_state=partial(Pipeline, max_file_size, hashing=True))
+        try:
+            _summarize(states, unread, pool, cache, stats)
+            facts = _gather_project_facts(states, pool, cache)
+        finally:
+            pool.close()
+    if cache_dir:
+        cache.save()
+    return ProjectSnapshot(states, facts, cache)
 
 
 def default_jobs() -> int:

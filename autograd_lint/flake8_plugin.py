@@ -36,6 +36,10 @@ from autograd_lint.catalogue import RULES
 from autograd_lint.gc_pause import gc_paused
 
 if TYPE_CHECKING:  # loaded lazily: see _lint
+    from typing import Optional
+
+    from autograd_lint.config import Config
+    from autograd_lint.engine import ProjectSnapshot
     from autograd_lint.selection import RulesPerFile
 
 Flake8Result = tuple[int, int, str, type]
@@ -78,13 +82,18 @@ class Plugin:
 
     def run(self) -> Iterator[Flake8Result]:
         text = "".join(self.lines)
+        project = None
         if not may_matter(text):
-            return
-        for line, column, message in _lint(self.filename, text, self.selected_opt_in, self.tree):
+            # It may still subclass or use a Function class of another module: the project says.
+            project = _project_of(self.filename)
+            if project is None or not project.may_matter(text):
+                return
+        for line, column, message in _lint(self.filename, text, self.selected_opt_in, self.tree, project):
             yield line, column - 1, message, type(self)
 
 
-def _lint(filename: str, text: str, opt_in: frozenset[str], tree: ast.AST = None) -> list[tuple[int, int, str]]:
+def _lint(filename: str, text: str, opt_in: frozenset[str], tree: ast.AST = None,
+          project: "ProjectSnapshot" = None) -> list[tuple[int, int, str]]:
     """(line, 1-based column, "CODE message") of each finding; bugs of ours go to stderr."""
     from autograd_lint.engine import lint_text  # the analysis (and libcst) loads later, if needed
 
@@ -93,10 +102,13 @@ def _lint(filename: str, text: str, opt_in: frozenset[str], tree: ast.AST = None
     # again.
     try:
         with gc_paused():
-            selection = _selection_for(os.path.dirname(os.path.abspath(filename)), opt_in)(filename)
+            project = project or _project_of(filename)
+            selection = _selection_for(os.path.dirname(os.path.abspath(filename)), opt_in, project is not None)(filename)
             # flake8 applies `# noqa` itself (and --disable-noqa must show everything); the class
-            # comments `# autograd-lint: disable=...` are ours and still apply.
-            result = lint_text(filename, text, selection, honour_noqa=False, tree=tree, annotate_fixes=False)
+            # comments `# autograd-lint: disable=...` are ours and still apply. The text's own facts
+            # replace its file's in the project's (an editor's unsaved buffer).
+            result = lint_text(filename, text, selection, project=project, honour_noqa=False, tree=tree,
+                               annotate_fixes=False)
     except Exception as error:  # noqa: BLE001 - a bug of ours must not abort the user's flake8 run
         _stderr(f"internal error on {filename}: {type(error).__name__}: {error}")
         return []
@@ -130,22 +142,59 @@ def _hide_the_analysis_from_the_collector() -> None:
 
 
 @lru_cache(maxsize=256)
-def _selection_for(directory: str, opt_in: frozenset[str]) -> "RulesPerFile":
-    """The rules for files of ``directory``: its ``[tool.autograd-lint]``, then flake8's picks."""
+def _config_for(directory: str) -> "Config":
+    """The ``[tool.autograd-lint]`` settings for files of ``directory``, as the CLI finds them."""
     from autograd_lint.config import ConfigError, empty_config, find_config, load_config
-    from autograd_lint.selection import RulesPerFile, EnabledRules, SelectorError, SelectorLayer
+    from autograd_lint.selection import SelectorError
 
-    config = empty_config(directory)
     found = find_config(directory)
     if found is not None:
         try:
             # Unknown keys are the CLI's to warn about; an editor would repeat it on every file.
-            config = load_config(found, lambda message: None)
+            return load_config(found, lambda message: None)
         except (ConfigError, SelectorError, OSError) as error:
             _warn_once(f"{error}; using the default rules")
+    return empty_config(directory)
+
+
+@lru_cache(maxsize=256)
+def _selection_for(directory: str, opt_in: frozenset[str], in_a_project: bool = True) -> "RulesPerFile":
+    """The rules for files of ``directory``: its ``[tool.autograd-lint]``, then flake8's picks.
+    ``in_a_project``: the files have a project (``project_scope``), whose facts make the
+    project-wide rules right; a file of none is judged alone, and they stay off (AGL502 would
+    flag every Function whose test is in another file)."""
+    from autograd_lint.selection import RulesPerFile, EnabledRules, SelectorLayer
+
+    config = _config_for(directory)
     flake8_layer = SelectorLayer(extend_select=tuple(sorted(opt_in)))
-    selection = EnabledRules.from_layers([config.selector_layer(), flake8_layer]).without(PROJECT_WIDE_CODES)
+    selection = EnabledRules.from_layers([config.selector_layer(), flake8_layer])
+    if not in_a_project:
+        selection = selection.without(PROJECT_WIDE_CODES)
     return RulesPerFile(selection, config.per_file_ignores, config.root)
+
+
+def _project_of(filename: str) -> "Optional[ProjectSnapshot]":
+    """The facts of the project of ``filename`` on disk (None: it has none), gathered once per
+    project and process from the CLI's cache (``engine.gather_project``)."""
+    from autograd_lint.project_scope import project_root
+
+    config = _config_for(os.path.dirname(os.path.abspath(filename)))
+    root = project_root(filename, config)
+    return _project(root, config) if root is not None else None
+
+
+@lru_cache(maxsize=16)
+def _project(root: str, config: "Config") -> "ProjectSnapshot":
+    from autograd_lint.cache import DEFAULT_CACHE_DIR
+    from autograd_lint.discovery import exclude_spec
+    from autograd_lint.engine import gather_project
+    from autograd_lint.project_scope import project_files
+    from autograd_lint.source import DEFAULT_MAX_FILE_SIZE
+
+    found = project_files(root, config, exclude_spec(config.exclude, config.extend_exclude))
+    cache_dir = os.path.join(str(config.root) if config.path is not None else root,
+                             config.cache_dir or DEFAULT_CACHE_DIR)
+    return gather_project(found.files, config.max_file_size or DEFAULT_MAX_FILE_SIZE, cache_dir, found.stats)
 
 
 @lru_cache(maxsize=None)
