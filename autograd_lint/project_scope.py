@@ -45,7 +45,9 @@ def _root_of(directory: str, config_root: Optional[str], subprojects: tuple[str,
             parts = relative.replace(os.sep, "/").split("/")
             for depth in range(len(parts), 0, -1):  # the deepest subproject holding it
                 prefix = "/".join(parts[:depth])
-                if any(fnmatch.fnmatchcase(prefix, pattern) for pattern in subprojects):
+                # One pattern component per directory: "*" never spans a "/".
+                if any(pattern.count("/") == depth - 1 and fnmatch.fnmatchcase(prefix, pattern)
+                       for pattern in subprojects):
                     return os.path.join(config_root, *parts[:depth])
         return config_root
     return _repository_root(directory) or _outermost_package(directory)
