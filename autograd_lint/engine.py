@@ -184,7 +184,8 @@ class ProjectSnapshot:
             parsed = None
         else:
             parsed = facts_of(source)
-            self.cache.facts[text_state.digest] = parsed if isinstance(parsed, FileFacts) else parsed.message
+            self.cache.facts[text_state.digest] = parsed if isinstance(parsed, FileFacts) else (
+                parsed.message, parsed.line, parsed.column)
         if on_disk is not None and isinstance(parsed, FileFacts) and on_disk.error is None and (
                 on_disk.summary is not None and on_disk.summary.grad_fn_attributes == text_state.summary.grad_fn_attributes
                 and (on_disk.facts == parsed if _matters(text_state.summary, self.facts) else on_disk.facts is None)):
@@ -326,7 +327,8 @@ def _collect_facts(states: list[_State], indexes: list[int], pool: WorkerPool, c
     for i, answer in pool.run(Pipeline.facts, [(i, states[i].path) for i in todo], parsing, final_names).items():
         _as_facts(states[i], answer)
         if cache is not None:
-            cache.put(cache.facts, states[i].digest, answer if isinstance(answer, FileFacts) else answer.message)
+            cache.put(cache.facts, states[i].digest, answer if isinstance(answer, FileFacts)
+                      else (answer.message, answer.line, answer.column))
 
 
 def _cost(state: _State) -> tuple[float, float]:
@@ -340,11 +342,13 @@ def _cost(state: _State) -> tuple[float, float]:
 
 
 def _as_facts(state: _State, answer) -> None:
-    """Record step 2's answer (facts, an AGL000 finding, or a cached syntax-error message)."""
+    """Record step 2's answer (facts, an AGL000 finding, or a cached syntax error)."""
     if isinstance(answer, FileFacts):
         state.facts = answer
     elif isinstance(answer, Finding):
         state.error = answer
+    elif isinstance(answer, tuple):  # a cached syntax error: its message and where Python places it
+        state.error = agl000(state.path, *answer)
     else:
         state.error = agl000(state.path, answer)
 
