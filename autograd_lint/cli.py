@@ -182,9 +182,9 @@ def _main_stdin(args: argparse.Namespace, paths: list[str], start: float) -> int
     exclude = args.exclude if args.exclude is not None else config.exclude
     spec = exclude_spec(exclude, [*config.extend_exclude, *(args.extend_exclude or [])])
     if args.stdin_filename and (args.force_exclude or config.force_exclude):
-        from autograd_lint.discovery import _is_excluded, relative_to_root
+        from autograd_lint.discovery import excluded_by_name
 
-        if _is_excluded(spec, relative_to_root(name, str(config.root)), False):
+        if excluded_by_name(spec, name, str(config.root)):
             if args.fix:
                 sys.stdout.buffer.write(sys.stdin.buffer.read())  # unchanged, as ruff does
             return EXIT_CLEAN
@@ -370,18 +370,32 @@ class _Projects:
         self._files: dict[str, tuple[list[str], dict]] = {}
 
     def root_of(self, path: str) -> Optional[str]:
-        from autograd_lint.project_scope import project_root
+        """Its project's root by the settings or the repository; None: by neither."""
+        from autograd_lint.project_scope import settled_root
 
-        return project_root(path, self.config)
+        return settled_root(path, self.config)
 
-    def files_of(self, root: str) -> tuple[list[str], dict]:
+    def unsettled_files(self, files: list[str]) -> tuple[list[str], dict]:
+        """The project of the files no settings or repository place: they are one together,
+        with the files of the outermost packages that hold any of them (``project_scope``)."""
+        from autograd_lint.project_scope import package_root
+
+        paths: list[str] = []
+        stats: dict = {}
+        for root in sorted({r for r in map(package_root, files) if r is not None}):
+            found, found_stats = self.files_of(root, by_package=True)
+            paths += found
+            stats.update(found_stats)
+        return paths, stats
+
+    def files_of(self, root: str, by_package: bool = False) -> tuple[list[str], dict]:
         """The project's files and their ``os.stat``; a PATH that is the root itself was walked
         already (``autograd-lint .`` at the root): its files are the project's, not walked again."""
         if root not in self._files:
             from autograd_lint.discovery import Discovered
             from autograd_lint.project_scope import project_files
 
-            if any(os.path.isdir(p) and os.path.abspath(p) == root for p in self.paths):
+            if not by_package and any(os.path.isdir(p) and os.path.abspath(p) == root for p in self.paths):
                 files = [f for f in self.discovered.files if self.root_of(f) == root]
                 found = Discovered(files, {f: self.discovered.stats[f] for f in files if f in self.discovered.stats})
             else:
@@ -401,7 +415,12 @@ def _lint(files: list[str], selection_for: RulesPerFile, max_file_size: int, job
     results: list = [None] * len(files)
     for root, indexes in groups.items():
         group = [files[i] for i in indexes]
-        project_paths, project_stats = projects.files_of(root) if root is not None else ([], {})
+        if projects is None:
+            project_paths, project_stats = [], {}
+        elif root is None:
+            project_paths, project_stats = projects.unsettled_files(group)
+        else:
+            project_paths, project_stats = projects.files_of(root)
         found = lint_paths(group, selection_for, max_file_size, jobs=jobs, cache_dir=cache_dir,
                            stats={**project_stats, **(stats or {})}, project_paths=project_paths)
         for i, result in zip(indexes, found):

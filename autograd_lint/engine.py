@@ -22,7 +22,7 @@ from autograd_lint.analysis.names import module_name_of
 from autograd_lint.analysis.precheck import TextSummary, summarize
 from autograd_lint.analysis.project import FileFacts, ProjectFacts
 from autograd_lint.analysis.source_file import SourceFile
-from autograd_lint.cache import Cache, RunMemo, content_hash, stamp
+from autograd_lint.cache import PROJECT_FILE_NAME, Cache, RunMemo, content_hash, stamp
 from autograd_lint.catalogue import RULES
 from autograd_lint.findings import Finding
 from autograd_lint.gc_pause import gc_paused
@@ -157,19 +157,18 @@ def lint_text(path: str, text: str, selection: RuleFilter,
 
 class ProjectSnapshot:
     """The facts of a project's files as they are on disk, gathered once (``gather_project``)
-    for linting texts of it one at a time: the flake8 plugin, ``autograd-lint -``."""
+    for linting texts of it one at a time: the flake8 plugin, ``autograd-lint -``. Kept whole
+    in the cache directory, by the files' metadata: a warm run reads that one file."""
 
-    def __init__(self, states: list[_State], facts: ProjectFacts, cache: Cache) -> None:
+    def __init__(self, states: list[_State], facts: ProjectFacts) -> None:
         self.states = states
         self.facts = facts
-        self.cache = cache  # facts by content hash: a text's project is merged again without parsing
         self.index = {os.path.abspath(state.path): i for i, state in enumerate(states)}
 
     def may_matter(self, text: str) -> bool:
         """Can a text of the project that names neither Function nor gradcheck have findings? Only
         by subclassing or using one of the project's Function classes."""
-        names = self.facts.function_names
-        return bool(names) and _matters(summarize(text), self.facts)
+        return bool(self.facts.function_names) and _matters(summarize(text), self.facts)
 
     def facts_with(self, text_state: _State, source: SourceFile) -> ProjectFacts:
         """The project's facts with ``source`` (a text given for the file at its path) in place
@@ -180,18 +179,18 @@ class ProjectSnapshot:
         if on_disk is not None and on_disk.digest == text_state.digest and on_disk.error is None:
             text_state.facts = on_disk.facts
             return self.facts  # the file as it is on disk (flake8 over saved files)
-        if text_state.summary is None:
-            parsed = None
-        else:
-            parsed = facts_of(source)
-            self.cache.facts[text_state.digest] = parsed if isinstance(parsed, FileFacts) else (
-                parsed.message, parsed.line, parsed.column)
+        parsed = facts_of(source) if text_state.summary is not None else None
         if on_disk is not None and isinstance(parsed, FileFacts) and on_disk.error is None and (
                 on_disk.summary is not None and on_disk.summary.grad_fn_attributes == text_state.summary.grad_fn_attributes
                 and (on_disk.facts == parsed if _matters(text_state.summary, self.facts) else on_disk.facts is None)):
             return self.facts  # edited, but not in anything the other files see
-        # Gathered again, as a run over the project with this text on disk would: every file's
-        # facts come from memory (by content hash), the text's too; none is read again.
+        # Gathered again, as a run over the project with this text on disk would: the facts
+        # known so far come from memory (by content hash), the text's too.
+        memory = Cache("")
+        memory.facts = {s.digest: s.facts for s in self.states if s.facts is not None and s.digest}
+        if parsed is not None:
+            memory.facts[text_state.digest] = parsed if isinstance(parsed, FileFacts) else (
+                parsed.message, parsed.line, parsed.column)
         states = [_State(s.path, s.digest, s.summary, s.error if s.summary is None else None) for s in self.states]
         fresh = _State(text_state.path, text_state.digest, text_state.summary, text_state.error)
         if position is None:
@@ -200,7 +199,7 @@ class ProjectSnapshot:
             states[position] = fresh
         pool = WorkerPool(1, len(states), make_state=partial(Pipeline, DEFAULT_MAX_FILE_SIZE, hashing=True))
         try:
-            return _gather_project_facts(states, pool, self.cache)
+            return _gather_project_facts(states, pool, memory)
         finally:
             pool.close()
 
@@ -208,12 +207,20 @@ class ProjectSnapshot:
 def gather_project(paths: Sequence[str], max_file_size: Optional[int] = DEFAULT_MAX_FILE_SIZE,
                    cache_dir: Optional[str] = None, stats: Optional[dict[str, os.stat_result]] = None,
                    jobs: int = 1) -> ProjectSnapshot:
-    """Steps 1 and 2 over a project's files (``project_scope.project_files``), from the CLI's
-    cache where it knows a file by its path, size, mtime and inode (a warm run reads no file but
-    the cache's), and saved back to it."""
+    """Steps 1 and 2 over a project's files (``project_scope.project_files``). Kept in the cache
+    directory by every file's path and metadata (size, mtime, inode), as a run's results are: a
+    warm run stats the files and reads that one file. Otherwise built from the cache's
+    per-file layers, reading only the files they do not know (once: the pre-check of every file,
+    and the syntax tree of those that may matter), and saved back."""
     stats = stats or {}
+    memo, key = None, ""
+    if cache_dir:
+        memo = RunMemo.load(cache_dir, PROJECT_FILE_NAME)
+        key = RunMemo.key([max_file_size, *((path, stamp(path, stats.get(path))) for path in paths)])
+        if key in memo.runs:
+            return memo.runs[key]
     with gc_paused():
-        cache = Cache.load(cache_dir) if cache_dir else Cache("")
+        cache = Cache.load(cache_dir) if cache_dir else None
         states = [_State(path) for path in paths]
         unread = _summaries_from_cache(states, cache, stats)
         pool = WorkerPool(jobs if len(unread) >= PARALLEL_THRESHOLD else 1, len(states),
@@ -223,9 +230,12 @@ def gather_project(paths: Sequence[str], max_file_size: Optional[int] = DEFAULT_
             facts = _gather_project_facts(states, pool, cache)
         finally:
             pool.close()
-    if cache_dir:
+    snapshot = ProjectSnapshot(states, facts)
+    if cache is not None:
         cache.save()
-    return ProjectSnapshot(states, facts, cache)
+    if memo is not None:
+        memo.save(key, snapshot)
+    return snapshot
 
 
 def default_jobs() -> int:

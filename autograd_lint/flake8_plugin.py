@@ -85,6 +85,8 @@ class Plugin:
         project = None
         if not may_matter(text):
             # It may still subclass or use a Function class of another module: the project says.
+            if not _may_have_a_project(os.path.dirname(os.path.abspath(self.filename))):
+                return
             project = _project_of(self.filename)
             if project is None or not project.may_matter(text):
                 return
@@ -173,6 +175,21 @@ def _selection_for(directory: str, opt_in: frozenset[str], in_a_project: bool = 
     return RulesPerFile(selection, config.per_file_ignores, config.root)
 
 
+@lru_cache(maxsize=256)
+def _may_have_a_project(directory: str) -> bool:
+    """Is a settings file, a repository or a package around ``directory`` (``project_scope``)?
+    Asked with plain file system calls: a file of no project loads nothing more."""
+    if os.path.isfile(os.path.join(directory, "__init__.py")):
+        return True
+    while True:
+        if os.path.exists(os.path.join(directory, ".git")) or os.path.isfile(os.path.join(directory, "pyproject.toml")):
+            return True
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return False
+        directory = parent
+
+
 def _project_of(filename: str) -> "Optional[ProjectSnapshot]":
     """The facts of the project of ``filename`` on disk (None: it has none), gathered once per
     project and process from the CLI's cache (``engine.gather_project``)."""
@@ -194,7 +211,11 @@ def _project(root: str, config: "Config") -> "ProjectSnapshot":
     found = project_files(root, config, exclude_spec(config.exclude, config.extend_exclude))
     cache_dir = os.path.join(str(config.root) if config.path is not None else root,
                              config.cache_dir or DEFAULT_CACHE_DIR)
-    return gather_project(found.files, config.max_file_size or DEFAULT_MAX_FILE_SIZE, cache_dir, found.stats)
+    project = gather_project(found.files, config.max_file_size or DEFAULT_MAX_FILE_SIZE, cache_dir, found.stats)
+    # Kept until the process ends, as the loaded analysis is: out of the collector's sight too.
+    gc.collect()
+    gc.freeze()
+    return project
 
 
 @lru_cache(maxsize=None)

@@ -32,9 +32,22 @@ from autograd_lint.discovery import Discovered, discover
 def project_root(path: str, config: Config) -> Optional[str]:
     """The absolute root of the project holding ``path`` (a file or a directory); None when it
     belongs to none."""
+    return settled_root(path, config) or package_root(path)
+
+
+def settled_root(path: str, config: Config) -> Optional[str]:
+    """The root of the project by the rules 1 and 2 (settings, repository), else None."""
     absolute = os.path.abspath(path)
     directory = absolute if os.path.isdir(absolute) else os.path.dirname(absolute)
     return _root_of(directory, str(config.root) if config.path is not None else None, config.subprojects)
+
+
+def package_root(path: str) -> Optional[str]:
+    """Rule 3: the outermost package holding ``path``. The CLI joins the files it is given that
+    only this rule places (or none does) into one project, with these packages' files: given a
+    directory that holds a package and plain modules, they are judged together, as always."""
+    absolute = os.path.abspath(path)
+    return _outermost_package(absolute if os.path.isdir(absolute) else os.path.dirname(absolute))
 
 
 @lru_cache(maxsize=1024)
@@ -50,7 +63,7 @@ def _root_of(directory: str, config_root: Optional[str], subprojects: tuple[str,
                        for pattern in subprojects):
                     return os.path.join(config_root, *parts[:depth])
         return config_root
-    return _repository_root(directory) or _outermost_package(directory)
+    return _repository_root(directory)
 
 
 def _repository_root(directory: str) -> Optional[str]:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import re
 from dataclasses import dataclass, field, fields, is_dataclass
-from typing import Callable, Iterable, Optional
+from typing import Iterable, Optional
 
 from autograd_lint.analysis.ast_walk import walk
 from autograd_lint.analysis.module_index import FUNCTION_BASES, ModuleIndex
@@ -232,11 +233,12 @@ class ProjectFacts:
         )
 
 
-def facts_from_index(index: ModuleIndex, lines: Optional[Callable[[], list[str]]] = None) -> FileFacts:
-    """``lines``: gives the file's lines (ends kept), for ``class_sources``."""
+def facts_from_index(index: ModuleIndex, text: Optional[str] = None) -> FileFacts:
+    """``text``: the file's text, for ``class_sources``."""
     facts = FileFacts()
     imports = tuple(sorted(index.imports.names.items()))
     star_imports = tuple(sorted(index.imports.star_modules))
+    lines: Optional[list[str]] = None
     for info in index.classes:
         # `nn.Conv2d` resolves to torch.nn.Conv2d: it is not the project's Function `Conv2d`.
         base_names = [
@@ -246,8 +248,10 @@ def facts_from_index(index: ModuleIndex, lines: Optional[Callable[[], list[str]]
         direct = any(q in FUNCTION_BASES for q in info.qualified_bases)
         facts.classes.append((info.name, base_names, direct or info.is_function, list(info.bases)))
         facts.class_members[info.name] = (set(info.methods), _ctx_attributes_set(info.node))
-        if lines is not None and base_names and not _AUTOGRAD_METHODS.isdisjoint(info.methods):
-            source = _class_text(lines(), info.node)
+        if text is not None and base_names and not _AUTOGRAD_METHODS.isdisjoint(info.methods):
+            if lines is None:
+                lines = _LINE.findall(text)
+            source = _class_text(lines, info.node)
             if source is not None:
                 facts.class_sources[info.name] = ClassSource(source[0], source[1], imports, star_imports)
     facts.symbols = index.symbols
@@ -271,6 +275,9 @@ def facts_from_index(index: ModuleIndex, lines: Optional[Callable[[], list[str]]
 
 _CTX_METHODS = ("forward", "setup_context", "backward", "jvp", "vjp")
 _AUTOGRAD_METHODS = frozenset(_CTX_METHODS)
+# A line as Python numbers them (ends kept): "\n", "\r\n" or "\r" ends it, nothing else (unlike
+# str.splitlines). Here rather than analysis.syntax's: the first pass never loads libcst.
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 
 def _class_text(lines: list[str], node: ast.ClassDef) -> Optional[tuple[str, int]]:
