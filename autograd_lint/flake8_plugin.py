@@ -1,4 +1,5 @@
-"""The flake8 plugin: the CLI's analysis, one file at a time, for editors and flake8 users.
+"""The flake8 plugin: the CLI's analysis, one file at a time (with its project's facts), for
+editors and flake8 users.
 
 Registered as the ``flake8.extension`` entry point ``AGL`` (pyproject.toml), so installing the
 package is all it takes; flake8 then prints our findings like its own, and applies its own
@@ -12,14 +13,20 @@ What the plugin decides itself:
   AGL502) also run when flake8's ``--select``/``--extend-select`` names them in full: flake8
   shows every AGL code by default, so a prefix must not switch them on (as in the CLI).
 - **Columns**: flake8 adds 1 to the column a plugin yields; ours are 1-based already.
-- **Cost**: a file that cannot hold a Function class costs two substring searches. The
-  analysis (and libcst) is imported only when a file may matter, so a flake8 run over code
+- **Cost**: a file that names neither Function nor gradcheck costs two substring searches,
+  and, in a project that has Function classes (it could subclass one), the text pre-check.
+  The analysis (and libcst) is imported only when a file may matter, so a flake8 run over code
   without Function classes - every run of an editor on such a file - never loads it.
-
-Per file only: facts from other files (a Function base class in another module, ``.apply``
-calls elsewhere, gradcheck calls in tests) need the CLI, which sees the whole project. AGL502
-(a Function no gradcheck reaches) never runs here: judged file by file, it would flag every
-Function whose test lives in a test file. Never imports torch.
+- **The project's facts**: flake8 hands a plugin one file at a time, but each file is judged
+  with the facts of its whole project (``project_scope``: the settings' directory, else the
+  git repository, else the outermost package): Function base classes and the methods they
+  define in other modules, ``.apply`` calls, gradcheck calls in tests. They are gathered once
+  per process (``engine.gather_project``), from the CLI's cache when it is fresh, and the
+  text flake8 gives (an editor's unsaved buffer, ``flake8 -``) replaces its file's own facts.
+  So flake8 reports what the CLI reports on the whole project, AGL502 included when it is
+  selected; a file of no project is judged alone, as the CLI judges it, and AGL502 (a
+  Function no gradcheck reaches) stays off there: it would flag every Function whose test
+  lives in another file. Never imports torch.
 """
 
 from __future__ import annotations
