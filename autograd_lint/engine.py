@@ -101,7 +101,8 @@ def _others(paths: Sequence[str], project_paths: Sequence[str]) -> list[str]:
     if not project_paths:
         return []
     given = {os.path.abspath(path) for path in paths}
-    return [path for path in project_paths if os.path.abspath(path) not in given]
+    # The project's paths come from a walk of its absolute root: already absolute and normal.
+    return [path for path in project_paths if (path if os.path.isabs(path) else os.path.abspath(path)) not in given]
 
 
 def _run_key(paths: Sequence[str], selection_for: Callable[[str], RuleFilter], max_file_size: Optional[int],
