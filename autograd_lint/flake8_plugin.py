@@ -204,7 +204,13 @@ def _project_of(filename: str) -> "Optional[ProjectSnapshot]":
 
     config = _config_for(os.path.dirname(os.path.abspath(filename)))
     root = project_root(filename, config)
-    return _project(root, config) if root is not None else None
+    if root is None:
+        return None
+    if config.path is None:  # the same defaults for every directory of the project: one load
+        from autograd_lint.config import empty_config
+
+        config = empty_config(root)
+    return _project(root, config)
 
 
 @lru_cache(maxsize=16)
