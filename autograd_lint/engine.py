@@ -5,6 +5,10 @@
    subclass or use a Function class, or call gradcheck; merge what they say (``ProjectFacts``).
 3. Lint those same files: libcst parses only their Function classes, the shared model is built,
    and every enabled rule reads it.
+Steps 1 and 2 see every file of the project (``project_scope``; ``lint_paths``'s
+``project_paths``), step 3 only the files asked for: a run on a few files judges them as a run
+over the whole project would. ``gather_project`` does steps 1 and 2 alone, for the texts the
+flake8 plugin and ``autograd-lint -`` lint one at a time (``ProjectSnapshot``).
 What each step does to one file is ``autograd_lint.pipeline``'s; this module decides which
 files each step sees. Each step's answer is cached by content (``cache.Cache``), and the steps
 run in worker processes when there is enough work (``parallel.WorkerPool``). Serial, parallel,
