@@ -406,13 +406,13 @@ class _Projects:
 
 def _lint(files: list[str], selection_for: RulesPerFile, max_file_size: int, jobs: int,
           cache_dir: Optional[str], stats: Optional[dict] = None, projects: Optional[_Projects] = None) -> list:
-    """One engine run per project: each file is judged with the facts of its own project."""
-    from autograd_lint.engine import lint_paths
+    """One engine run: each file is judged with the facts of its own project."""
+    from autograd_lint.engine import lint_projects
 
     groups: dict[Optional[str], list[int]] = {}
     for i, path in enumerate(files):
         groups.setdefault(projects.root_of(path) if projects is not None else None, []).append(i)
-    results: list = [None] * len(files)
+    layout, all_stats = [], dict(stats or {})
     for root, indexes in groups.items():
         group = [files[i] for i in indexes]
         if projects is None:
@@ -421,9 +421,12 @@ def _lint(files: list[str], selection_for: RulesPerFile, max_file_size: int, job
             project_paths, project_stats = projects.unsettled_files(group)
         else:
             project_paths, project_stats = projects.files_of(root)
-        found = lint_paths(group, selection_for, max_file_size, jobs=jobs, cache_dir=cache_dir,
-                           stats={**project_stats, **(stats or {})}, project_paths=project_paths)
-        for i, result in zip(indexes, found):
+        layout.append((group, project_paths))
+        all_stats = {**project_stats, **all_stats}
+    found = lint_projects(layout, selection_for, max_file_size, jobs=jobs, cache_dir=cache_dir, stats=all_stats)
+    results: list = [None] * len(files)
+    for indexes, group_results in zip(groups.values(), found):
+        for i, result in zip(indexes, group_results):
             results[i] = result
     return results
 

@@ -37,7 +37,7 @@ from autograd_lint.pipeline import (
 from autograd_lint.selection import RuleFilter
 from autograd_lint.source import DEFAULT_MAX_FILE_SIZE
 
-__all__ = ["FileResult", "ProjectSnapshot", "gather_project", "lint_paths", "lint_text", "default_jobs"]
+__all__ = ["FileResult", "ProjectSnapshot", "gather_project", "lint_paths", "lint_projects", "lint_text", "default_jobs"]
 
 # Below this many files to read, starting worker processes costs more than it saves.
 PARALLEL_THRESHOLD = 64
@@ -72,31 +72,54 @@ def lint_paths(
     file itself). ``project_paths``: the other files of their project (``project_scope``): their
     facts count, they are not linted.
     """
+    return lint_projects([(paths, project_paths)], selection_for, max_file_size, jobs, cache_dir, stats)[0]
+
+
+def lint_projects(
+    groups: Sequence[tuple[Sequence[str], Sequence[str]]],
+    selection_for: Callable[[str], RuleFilter],
+    max_file_size: Optional[int] = DEFAULT_MAX_FILE_SIZE,
+    jobs: int = 1,
+    cache_dir: Optional[str] = None,
+    stats: Optional[dict[str, os.stat_result]] = None,
+) -> list[list[FileResult]]:
+    """``lint_paths`` for the files of several projects in one run (the CLI given files of
+    several subprojects): ``groups`` holds, per project, the files to lint and the project's
+    files. One cache, one worker pool: every file is read in one parallel step, and each
+    project's facts judge its own files only."""
     stats = stats or {}
-    others = _others(paths, project_paths)
+    layout = [(list(paths), _others(paths, project_paths)) for paths, project_paths in groups]
     memo, run_key = None, ""
     if cache_dir:
         memo = RunMemo.load(cache_dir)
-        run_key = _run_key(paths, selection_for, max_file_size, stats, others)
+        run_key = RunMemo.key([_run_key(paths, selection_for, max_file_size, stats, others)
+                               for paths, others in layout])
         if run_key in memo.runs:  # the very same run as before: its result, nothing else loaded
-            return _results_of(paths, memo.runs[run_key])
+            return [_results_of(paths, stored) for (paths, _), stored in zip(layout, memo.runs[run_key])]
     with gc_paused():
         cache = Cache.load(cache_dir) if cache_dir else None
-        states = [_State(path) for path in [*paths, *others]]
+        states: list[_State] = []
+        spans = []  # per project: the indexes of its files to lint, and of all its files
+        for paths, others in layout:
+            start = len(states)
+            states += [_State(path) for path in [*paths, *others]]
+            spans.append((range(start, start + len(paths)), range(start, len(states))))
         unread = _summaries_from_cache(states, cache, stats)
         pool = WorkerPool(jobs if len(unread) >= PARALLEL_THRESHOLD else 1, len(states),
                           make_state=partial(Pipeline, max_file_size, hashing=cache is not None),
                           preload=load_the_analysis)
         try:
             _summarize(states, unread, pool, cache, stats)
-            project = _gather_project_facts(states, pool, cache)
-            results = _lint_all(states[: len(paths)], selection_for, project, pool, cache)
+            results = []
+            for linted, everything in spans:
+                project = _gather_project_facts(states, pool, cache, everything)
+                results.append(_lint_all(states, selection_for, project, pool, cache, linted))
         finally:
             pool.close()
     if cache is not None:
         cache.save()
-    if memo is not None and not any(result.internal_errors for result in results):
-        memo.save(run_key, _stored_results(results))
+    if memo is not None and not any(result.internal_errors for group in results for result in group):
+        memo.save(run_key, [_stored_results(group) for group in results])
     return results
 
 
@@ -304,27 +327,30 @@ def _summary_cost(info: Optional[os.stat_result]) -> float:
 
 # --- step 2: project-wide facts -------------------------------------------------------------
 
-def _gather_project_facts(states: list[_State], pool: WorkerPool, cache: Optional[Cache]) -> ProjectFacts:
+def _gather_project_facts(states: list[_State], pool: WorkerPool, cache: Optional[Cache],
+                          project: Optional[Sequence[int]] = None) -> ProjectFacts:
     """Parse exactly the files that can matter, and merge what they say: files defining a
     ``...Function`` class; then, until nothing changes, files subclassing a Function class found
-    so far; then files that call gradcheck or use one of them."""
+    so far; then files that call gradcheck or use one of them. ``project``: the indexes of the
+    project's files among ``states`` (default: all)."""
+    indexes = range(len(states)) if project is None else project
 
     def pending(wanted: Callable[[TextSummary], bool]) -> list[int]:
-        return [i for i, s in enumerate(states) if s.summary is not None and s.facts is None
+        return [i for i in indexes if (s := states[i]).summary is not None and s.facts is None
                 and s.error is None and wanted(s.summary)]
 
     _collect_facts(states, pending(lambda summary: summary.defines_function), pool, cache)
-    project = _merge(states)
+    facts = _merge([states[i] for i in indexes])
     while True:
-        names = project.function_names
+        names = facts.function_names
         new = pending(lambda summary: summary.may_subclass(names))
         if not new:
             break
         _collect_facts(states, new, pool, cache)
-        project = _merge(states)
-    names = project.function_names
+        facts = _merge([states[i] for i in indexes])
+    names = facts.function_names
     _collect_facts(states, pending(lambda summary: summary.may_use(names)), pool, cache, final_names=names)
-    return _merge(states)
+    return _merge([states[i] for i in indexes])
 
 
 def _collect_facts(states: list[_State], indexes: list[int], pool: WorkerPool, cache: Optional[Cache],
@@ -384,12 +410,14 @@ def _matters(summary: TextSummary, project: ProjectFacts) -> bool:
 # --- step 3: lint ---------------------------------------------------------------------------
 
 def _lint_all(states: list[_State], selection_for: Callable[[str], RuleFilter], project: ProjectFacts,
-              pool: WorkerPool, cache: Optional[Cache]) -> list[FileResult]:
+              pool: WorkerPool, cache: Optional[Cache], linted: Sequence[int]) -> list[FileResult]:
+    """The results of the files ``linted`` (indexes among ``states``), in that order."""
     fingerprint = project.fingerprint() if cache is not None else ""
     results: dict[int, FileResult] = {}
     todo: list[tuple[int, tuple[str, frozenset[str]]]] = []
     keys: dict[int, tuple[str, str, str]] = {}
-    for i, state in enumerate(states):
+    for i in linted:
+        state = states[i]
         codes = CodeSet.of(selection_for(state.path)).codes
         if state.error is not None or state.facts is None:
             results[i] = _unlinted_result(state, codes)  # AGL000, or nothing to look at
@@ -408,7 +436,7 @@ def _lint_all(states: list[_State], selection_for: Callable[[str], RuleFilter], 
         results[i] = result
         if cache is not None and not result.internal_errors:
             cache.put(cache.results, keys[i], _with_path(result, ""))
-    return [results[i] for i in range(len(states))]
+    return [results[i] for i in linted]
 
 
 def _unlinted_result(state: _State, codes: frozenset[str]) -> FileResult:
