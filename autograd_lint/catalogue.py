@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 PARSE_ERROR = "AGL000"  # reported by the engine itself when a file cannot be read or parsed
+# Reported by the pipeline from the other rules' findings (``suppression.suppression_problems``).
+UNUSED_SUPPRESSION = "AGL001"
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,8 @@ class RuleInfo:
     # The runtime failures (--dynamic) that this rule's bug causes on the same class: once a
     # finding is confirmed, they are merged into it rather than reported again
     # (``dynamic/dedupe.py``). "AGL903:<kind>" names one kind of AGL903's problems ("count",
-    # "shape", "dtype", "device", "type"), as AGL903 reports several at once.
+    # "shape", "dtype", "device", "type"), as AGL903 reports several at once; "AGL905:<kind>"
+    # one of AGL905's ("values", "raises").
     explains: tuple[str, ...] = ()
 
     @property
@@ -81,8 +84,9 @@ class RuleInfo:
 
     @property
     def has_rule_module(self) -> bool:
-        """Checked by a module of ``autograd_lint.rules`` (not AGL000, not the runtime codes)."""
-        return self.static and self.code != PARSE_ERROR
+        """Checked by a module of ``autograd_lint.rules`` (not AGL000 or AGL001, which the pipeline
+        reports, not the runtime codes)."""
+        return self.static and self.code not in (PARSE_ERROR, UNUSED_SUPPRESSION)
 
     @property
     def rule_module(self) -> str:
@@ -94,6 +98,11 @@ RULES: dict[str, RuleInfo] = {
     info.code: info
     for info in [
         RuleInfo("AGL000", "parse-error", "error", "the file could not be read or parsed"),
+        RuleInfo("AGL001", "unused-suppression", "warning",
+                 "a suppression comment that does nothing: an AGL code no finding meets, an unknown code, "
+                 "a disable comment off the class line, a malformed directive",
+                 fix="remove the unused codes (the whole comment when none is left)", fix_safety="safe",
+                 fix_reads_whole_module=True),
         RuleInfo("AGL101", "backward-return-count", "error",
                  "backward returns a different number of gradients than forward has inputs",
                  confirmable=True, explains=("AGL901", "AGL903:count"),
@@ -156,7 +165,7 @@ RULES: dict[str, RuleInfo] = {
                  fix_safety="unsafe", fixer="agl201"),
         RuleInfo("AGL301", "inplace-grad-output", "error",
                  "in-place operation on a gradient parameter of backward",
-                 confirmable=True, explains=("AGL902",),
+                 confirmable=True, explains=("AGL902", "AGL905"),
                  fix="`g = g.clone()` before the first in-place write",
                  fix_safety="safe", fixer="clone"),
         RuleInfo("AGL302", "inplace-saved-tensor", "error",
@@ -179,6 +188,13 @@ RULES: dict[str, RuleInfo] = {
         RuleInfo("AGL306", "undefined-grad-arithmetic", "error",
                  "with ctx.set_materialize_grads(False), backward computes with a gradient it never checks for None",
                  confirmable=True, explains=("AGL907",)),
+        RuleInfo("AGL307", "input-returned-without-mark-dirty", "warning",
+                 "forward returns an input, or a view of it, without ctx.mark_dirty: an in-place op on that output raises far away",
+                 default_enabled=False, confirmable=True),
+        RuleInfo("AGL308", "gradient-dropped", "error",
+                 "backward returns None for a trainable nn.Parameter that forward's output depends on through "
+                 "plain arithmetic: it silently never trains",
+                 confirmable=True, explains=("AGL901",)),
         RuleInfo("AGL401", "needs-input-grad-unchecked", "warning",
                  "a costly gradient computed without a ctx.needs_input_grad guard",
                  confirmable=True),
@@ -187,6 +203,13 @@ RULES: dict[str, RuleInfo] = {
                  confirmable=True, explains=("AGL901", "AGL903:dtype", "AGL903:device"),
                  fix="`torch.zeros(...)` -> `grad.new_zeros(...)`, or `dtype=`/`device=` from the gradient",
                  fix_safety="safe"),
+        RuleInfo("AGL403", "strided-grad-to-kernel", "warning",
+                 "backward hands a gradient, maybe non-contiguous, to a custom kernel (Triton launch, "
+                 "data_ptr, compiled extension, custom op) without .contiguous()",
+                 graded="error (Triton launch without its strides, data_ptr) / warning (extension, custom op)",
+                 confirmable=True, explains=("AGL905",)),
+        RuleInfo("AGL404", "numpy-gradient-device", "warning",
+                 "backward returns a gradient made from NumPy (torch.from_numpy/as_tensor) without moving it to the gradient's device"),
         RuleInfo("AGL501", "gradcheck-float32", "warning",
                  "gradcheck/gradgradcheck called on inputs that are not float64",
                  fix="`dtype=torch.double` for gradcheck inputs",
@@ -205,13 +228,25 @@ RULES: dict[str, RuleInfo] = {
                  graded="error (custom_bwd alone) / warning (custom_fwd alone)",
                  confirmable=True, explains=("AGL901", "AGL906")),
         RuleInfo("AGL604", "deprecated-amp-decorator", "warning",
-                 "torch.cuda.amp.custom_fwd/custom_bwd, deprecated for torch.amp.custom_fwd(device_type=...)"),
+                 "torch.cuda.amp.custom_fwd/custom_bwd, deprecated for torch.amp.custom_fwd(device_type=...)",
+                 fix="`@torch.cuda.amp.custom_fwd(...)` -> `@torch.amp.custom_fwd(device_type=\"cuda\", ...)`",
+                 fix_safety="unsafe"),
+        RuleInfo("AGL605", "forward-takes-ctx", "info",
+                 "forward takes ctx and there is no setup_context: torch.func transforms (vmap, grad, jvp) refuse the Function",
+                 default_enabled=False, confirmable=True, confirmed_when_forward_raises=True),
+        RuleInfo("AGL606", "captured-tensor", "warning",
+                 "a Function class nested in a function reads, in forward, a tensor of the enclosing function "
+                 "instead of taking it as an input",
+                 confirmable=True),
         RuleInfo("AGL901", "gradcheck-failed", "error", "gradcheck failed (--dynamic)", static=False),
         RuleInfo("AGL902", "gradgradcheck-failed", "error", "gradgradcheck failed (--dynamic)", static=False),
         RuleInfo("AGL903", "backward-wrong-result", "error",
                  "backward returned a wrong count, shape, dtype or device at runtime (--dynamic)", static=False),
         RuleInfo("AGL904", "cuda-only-failure", "error",
                  "passes on CPU but fails on CUDA (--dynamic)", static=False),
+        RuleInfo("AGL905", "strided-gradient-mismatch", "error",
+                 "backward gives other gradients, or raises, when a gradient arrives non-contiguous (--dynamic)",
+                 static=False),
         RuleInfo("AGL906", "autocast-failure", "error",
                  "forward under autocast, or backward after it, raises where the same calls in float32 run "
                  "(--dynamic)", static=False,
@@ -219,5 +254,12 @@ RULES: dict[str, RuleInfo] = {
         RuleInfo("AGL907", "undefined-gradient-failure", "error",
                  "backward raises when an unused output's gradient is None (set_materialize_grads(False); "
                  "--dynamic)", static=False),
+        RuleInfo("AGL908", "surrogate-gradient", "info",
+                 "backward is deliberately not forward's derivative: a straight-through or surrogate estimator "
+                 "over a piecewise-constant forward, or a gradient modifier over an identity forward (--dynamic)",
+                 default_enabled=False, static=False),
+        RuleInfo("AGL909", "backward-not-linear", "error",
+                 "backward is not linear in its incoming gradient: it clamps or gates on the gradient's sign, "
+                 "which gradcheck's non-negative probes miss (--dynamic)", static=False),
     ]
 }

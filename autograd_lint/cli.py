@@ -9,6 +9,7 @@ Static mode never imports torch or the user's code.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import os
 import sys
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Optional, Sequence, TextIO
 
 from autograd_lint import __version__
+from autograd_lint.catalogue import RULES
 from autograd_lint.config import Config, ConfigError, empty_config, find_config, load_config
 from autograd_lint.discovery import discover, exclude_spec, missing_paths
 from autograd_lint.dynamic.options import add_arguments as add_dynamic_arguments
@@ -36,6 +38,7 @@ from autograd_lint.selection import (
 from autograd_lint.cache import DEFAULT_CACHE_DIR
 from autograd_lint.source import DEFAULT_MAX_FILE_SIZE
 
+OPT_IN_CODES = tuple(code for code, info in RULES.items() if not info.default_enabled)
 PROG = "autograd-lint"
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -113,53 +116,60 @@ def _main(argv: list[str]) -> int:
     selection = EnabledRules.from_layers([config.selector_layer(), _cli_layer(args)])
     selection_for = RulesPerFile(selection, config.per_file_ignores, config.root)
 
-    exclude = args.exclude if args.exclude is not None else config.exclude
-    spec = exclude_spec(exclude, [*config.extend_exclude, *(args.extend_exclude or [])])
-    discovered = discover(paths, spec, str(config.root), args.force_exclude or config.force_exclude)
-    for message in discovered.warnings:
-        _warn(message)
-    if not discovered.files:
-        _warn(f"no Python files found under {', '.join(paths)}")
+    # --dynamic: the fork server starts now, importing torch while the files are linted.
+    dynamic_session = _start_dynamic(args, config) if args.dynamic else None
+    with dynamic_session or contextlib.nullcontext():
+        exclude = args.exclude if args.exclude is not None else config.exclude
+        spec = exclude_spec(exclude, [*config.extend_exclude, *(args.extend_exclude or [])])
+        discovered = discover(paths, spec, str(config.root), args.force_exclude or config.force_exclude)
+        for message in discovered.warnings:
+            _warn(message)
+        if not discovered.files:
+            _warn(f"no Python files found under {', '.join(paths)}")
 
-    max_file_size = args.max_file_size or config.max_file_size or DEFAULT_MAX_FILE_SIZE
-    projects = _Projects(config, spec, paths, discovered)
-    results = _lint(discovered.files, selection_for, max_file_size, _jobs_for(args.jobs),
-                    _cache_dir(args, config), discovered.stats, projects)
-    fix_lines: list[str] = []
-    if args.fix or args.diff:  # the fixers (and libcst) load only when asked for
-        from autograd_lint.fix.driver import process as process_fixes
+        max_file_size = args.max_file_size or config.max_file_size or DEFAULT_MAX_FILE_SIZE
+        projects = _Projects(config, spec, paths, discovered)
+        results = _lint(discovered.files, selection_for, max_file_size, _jobs_for(args.jobs),
+                        _cache_dir(args, config), discovered.stats, projects)
+        fix_lines: list[str] = []
+        if args.fix or args.diff:  # the fixers (and libcst) load only when asked for
+            from autograd_lint.fix.driver import process as process_fixes
 
-        fixes = process_fixes(results, args, selection_for, lambda: _lint(
-            discovered.files, selection_for, max_file_size, _jobs_for(args.jobs), _cache_dir(args, config),
-            None, projects), sys.stdout, sys.stderr)
-        if fixes.exit_code is not None:  # --diff: the diffs are the output
-            return fixes.exit_code
-        results, fix_lines = fixes.results, fixes.summary_lines
-    elif args.format == "text" and not args.statistics and not args.quiet:
-        fix_lines = hint_lines(results)
-    dynamic_summary = None
-    if args.dynamic:  # imports the user's code, in child processes; never in the flake8 plugin
-        results, dynamic_summary = _run_dynamic(results, args, config, selection_for, discovered.files)
-    run = LintRun(results=results, seconds=time.perf_counter() - start)
+            fixes = process_fixes(results, args, selection_for, lambda: _lint(
+                discovered.files, selection_for, max_file_size, _jobs_for(args.jobs), _cache_dir(args, config),
+                None, projects), sys.stdout, sys.stderr)
+            if fixes.exit_code is not None:  # --diff: the diffs are the output
+                return fixes.exit_code
+            results, fix_lines = fixes.results, fixes.summary_lines
+        elif args.format == "text" and not args.statistics and not args.quiet:
+            fix_lines = hint_lines(results)
+        dynamic = None
+        if args.dynamic:  # imports the user's code, in child processes; never in the flake8 plugin
+            dynamic = _run_dynamic(results, args, dynamic_session, selection_for, discovered.files)
+            results = dynamic.results
+        run = LintRun(results=results, seconds=time.perf_counter() - start)
 
-    internal_errors = [
-        message if result.path in message else f"{result.path}: {message}"
-        for result in results
-        for message in result.internal_errors
-    ]
-    _write_report(run, args, sys.stdout)
-    for message in internal_errors:
-        _error(f"internal error: {message}")
-    if args.format == "text" and not args.quiet:
-        print(summary_line(run), file=sys.stderr)
-    for line in fix_lines:
-        print(line, file=sys.stderr)
-    if dynamic_summary and not args.quiet:
-        print(dynamic_summary, file=sys.stderr)
+        internal_errors = [
+            message if result.path in message else f"{result.path}: {message}"
+            for result in results
+            for message in result.internal_errors
+        ]
+        _write_report(run, args, sys.stdout)
+        for message in internal_errors:
+            _error(f"internal error: {message}")
+        not_checked = (len(dynamic.unchecked), len(dynamic.functions)) if dynamic else (0, 0)
+        if args.format == "text" and not args.quiet:
+            print(summary_line(run, not_checked), file=sys.stderr)
+        for line in fix_lines:
+            print(line, file=sys.stderr)
+        if dynamic and not args.quiet:
+            print(dynamic.summary_line, file=sys.stderr)
 
-    if internal_errors or missing:
-        return EXIT_ERROR
-    return EXIT_FINDINGS if run.findings and not args.exit_zero else EXIT_CLEAN
+        if internal_errors or missing:
+            return EXIT_ERROR
+        if dynamic and dynamic.unchecked and dynamic.require_checked:  # asked for: not checked fails the run
+            return EXIT_FINDINGS
+        return EXIT_FINDINGS if run.findings and not args.exit_zero else EXIT_CLEAN
 
 
 def _main_stdin(args: argparse.Namespace, paths: list[str], start: float) -> int:
@@ -251,7 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Lint PyTorch custom torch.autograd.Function classes. "
         "Static analysis only: never imports your code or torch.",
         epilog="selectors: codes (AGL201), prefixes (AGL2) or ALL, comma-separated;\n"
-        "  opt-in rules (AGL207, AGL305, AGL502) are enabled only by their full code or ALL.\n"
+        f"  opt-in rules ({', '.join(OPT_IN_CODES)}) are enabled only by their full code or ALL.\n"
         "exit status: 0 no findings, 1 findings, 2 usage, config or internal error.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -431,20 +441,25 @@ def _lint(files: list[str], selection_for: RulesPerFile, max_file_size: int, job
     return results
 
 
-def _run_dynamic(results: list, args: argparse.Namespace, config: Config,
-                 selection_for: RulesPerFile, files: list[str]) -> tuple[list, str]:
-    from autograd_lint.dynamic.runner import DynamicError, options_from, run_dynamic, write_report
+def _start_dynamic(args: argparse.Namespace, config: Config):
+    from autograd_lint.dynamic.runner import DynamicError, options_from, start_session
 
     try:
         options = options_from(args, config, _jobs_for(args.jobs))
     except DynamicError as error:
         raise UsageError(str(error)) from None
-    outcome = run_dynamic(results, selection_for, options, files)
-    for message in outcome.warnings:
+    return start_session(options)
+
+
+def _run_dynamic(results: list, args: argparse.Namespace, session, selection_for: RulesPerFile, files: list[str]):
+    from autograd_lint.dynamic.runner import run_dynamic, write_report
+
+    outcome = run_dynamic(results, selection_for, session.options, files, session)
+    for message in outcome.unchecked:  # every class it could not check, and why; even with --quiet
         _warn(f"--dynamic: {message}")
     if args.dynamic_report:
         write_report(args.dynamic_report, outcome)
-    return outcome.results, outcome.summary
+    return outcome
 
 
 def _jobs_for(value: str) -> int:

@@ -32,7 +32,7 @@ def render_rule_table(rules: Mapping[str, RuleInfo] = RULES) -> str:
     for code, info in rules.items():
         default = "on" if info.default_enabled else "opt-in"
         if not info.static:
-            default = "`--dynamic`"
+            default = "`--dynamic`" + ("" if info.default_enabled else ", opt-in")
         linked = f"[{code}](rules/{code}.md)" if info.static else code
         lines.append(f"| {linked} | {info.name} | {info.severity_text} | {default} | {_cell(info.summary)} |")
     return "\n".join(lines)

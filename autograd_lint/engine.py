@@ -391,7 +391,8 @@ def _as_facts(state: _State, answer) -> None:
     elif isinstance(answer, tuple):  # a cached syntax error: its message and where Python places it
         state.error = agl000(state.path, *answer)
     else:
-        state.error = agl000(state.path, answer)
+        message, line, column = answer
+        state.error = agl000(state.path, message, line, column)
 
 
 def _merge(states: list[_State]) -> ProjectFacts:

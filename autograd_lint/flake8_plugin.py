@@ -13,6 +13,8 @@ What the plugin decides itself:
   AGL502) also run when flake8's ``--select``/``--extend-select`` names them in full: flake8
   shows every AGL code by default, so a prefix must not switch them on (as in the CLI).
 - **Columns**: flake8 adds 1 to the column a plugin yields; ours are 1-based already.
+- **Files Python cannot decode**: flake8 falls back to Latin-1 and would lint them; Python
+  refuses them, so the plugin reports the CLI's AGL000 instead (``_undecodable``).
 - **Cost**: a file that names neither Function nor gradcheck costs two substring searches,
   and, in a project that has Function classes (it could subclass one), the text pre-check.
   The analysis (and libcst) is imported only when a file may matter, so a flake8 run over code
@@ -39,7 +41,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Iterator, Sequence
 
 from autograd_lint import __version__
-from autograd_lint.catalogue import RULES
+from autograd_lint.catalogue import PARSE_ERROR, RULES
 from autograd_lint.gc_pause import gc_paused
 
 if TYPE_CHECKING:  # loaded lazily: see _lint
@@ -89,6 +91,10 @@ class Plugin:
 
     def run(self) -> Iterator[Flake8Result]:
         text = "".join(self.lines)
+        undecodable = _undecodable(self.filename, text)
+        if undecodable:
+            yield 1, 0, f"{PARSE_ERROR} {undecodable}", type(self)
+            return
         project = None
         if not may_matter(text):
             # It may still subclass or use a Function class of another module: the project says.
@@ -126,6 +132,27 @@ def _lint(filename: str, text: str, opt_in: frozenset[str], tree: ast.AST = None
     for message in result.internal_errors:
         _stderr(f"internal error: {message}")
     return [(f.line, f.column, f"{f.code} {f.message}") for f in result.findings]
+
+
+def _undecodable(filename: str, text: str) -> str:
+    """Why Python cannot read ``filename``, as the CLI says it, or "". flake8 falls back to
+    Latin-1 when a file is not valid in its declared encoding (UTF-8 without a coding line), so
+    the text it hands over always decodes; Python refuses such a file, and so does the CLI
+    (AGL000). Only a text with non-ASCII characters can have been decoded that way, so an
+    ASCII file (nearly every file) costs one ``isascii``. A buffer on stdin cannot be read
+    again and is taken as flake8 decoded it."""
+    if text.isascii() or filename in ("-", "stdin") or not os.path.isfile(filename):
+        return ""
+    from autograd_lint.source import SourceError, read_bytes, text_of
+
+    try:
+        data = read_bytes(filename, None)
+        if data.decode("latin-1").splitlines() != text.splitlines():
+            return ""  # not the text flake8 has: an editor's unsaved buffer, or a file changed since
+        text_of(data)
+    except SourceError as error:
+        return str(error)
+    return ""
 
 
 _analysis_hidden = False

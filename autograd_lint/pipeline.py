@@ -107,7 +107,7 @@ def _lint_analysable(source: SourceFile, codes: frozenset[str], project: Project
                      annotate_fixes: bool, result: FileResult) -> FileResult:
     from autograd_lint.fix.available import annotate
     from autograd_lint.rules import RULE_CHECKS
-    from autograd_lint.suppression import apply_suppressions
+    from autograd_lint.suppression import UNUSED_SUPPRESSION, apply_suppressions, suppression_problems
 
     path = source.path
     # The module model.
@@ -145,8 +145,11 @@ def _lint_analysable(source: SourceFile, codes: frozenset[str], project: Project
         for m in module.classes
     ]
     # Line 0: code of another file (a base class's method this file's class inherits): never
-    # reported here; the base's own file reports it.
+    # reported here (the base's own file reports it), and no suppression here is used by it.
     findings = [f for f in findings if f.line > 0]
+    if UNUSED_SUPPRESSION in codes:  # judged on every finding, before any is suppressed
+        findings.extend(suppression_problems(findings, path, source.text, spans, codes,
+                                             {m.info.node.lineno: m.name for m in module.classes}))
     result.findings = sorted(set(apply_suppressions(findings, module.lines, spans, honour_noqa))) if findings else []
     # fix_available.
     if annotate_fixes and any(f.code in FIXABLE_CODES for f in result.findings):

@@ -11,7 +11,7 @@ The semantics are ruff's, so users need to learn nothing new:
 - ``ignore`` and ``extend-ignore`` mean the same (as in ruff); both spellings exist for flake8
   habits.
 
-One addition: opt-in rules (``default_enabled=False`` in the catalogue: AGL207, AGL305, AGL502) are only
+One addition: opt-in rules (``default_enabled=False`` in the catalogue, such as AGL207) are only
 turned on by their full code or ``ALL``. A prefix such as ``AGL3`` asks for "the AGL3 rules" and
 should not surprise anyone with an off-by-default rule.
 """

@@ -37,7 +37,7 @@ def test_default_selection_is_everything_but_the_opt_in_rules():
     assert not default.is_enabled("AGL305") and not default.is_enabled("AGL502")
     assert not default.is_enabled("AGL207")
     assert default.is_enabled("AGL000") and default.is_enabled("AGL201")
-    assert enabled() == DEFAULTS == set(RULES) - {"AGL207", "AGL305", "AGL502"}
+    assert enabled() == DEFAULTS == set(RULES) - {"AGL207", "AGL305", "AGL307", "AGL502", "AGL605", "AGL908"}
 
 
 def test_select_prefix_enables_that_group_only():
@@ -70,7 +70,7 @@ def test_layers_command_line_over_config():
     config_layer = SelectorLayer(ignore=("AGL304",), extend_select=("AGL305",))
     assert enabled(config_layer) == DEFAULTS - {"AGL304"} | {"AGL305"}
     # A later select starts over: the config's ignore and extend-select no longer apply.
-    assert enabled(config_layer, SelectorLayer(select=("AGL3",))) == {"AGL301", "AGL302", "AGL303", "AGL304", "AGL306"}
+    assert enabled(config_layer, SelectorLayer(select=("AGL3",))) == {"AGL301", "AGL302", "AGL303", "AGL304", "AGL306", "AGL308"}
     # A later layer without select adjusts: extend-select re-enables what the config ignored.
     assert "AGL304" in enabled(config_layer, SelectorLayer(extend_select=("AGL304",)))
     assert "AGL201" not in enabled(config_layer, SelectorLayer(ignore=("AGL201",)))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT, assert_no_traceback, run_cli, write
+from conftest import REPO_ROOT, assert_no_traceback, load_module, run_cli, write
 
 torch = pytest.importorskip("torch")
 
@@ -56,7 +56,9 @@ def test_wrong_formulas_fail_gradcheck_with_the_input_and_difference(fixture_run
     for finding in failed.values():
         difference = float(re.search(r"max \|analytical - numerical\| = ([0-9.e+-]+)", finding["message"]).group(1))
         assert difference > 0.1
-        assert finding["confirmation"] == "confirmed" and "synthesized" in finding["evidence"]
+        # A runtime finding has no confirmation (that word is for static findings): its evidence
+        # says what it ran on.
+        assert finding["confirmation"] is None and finding["evidence"].startswith("ran on synthesized inputs ")
         assert finding["severity"] == "error"
     # Anchored on the class line.
     lines = (DYNAMIC / "wrong_formulas.py").read_text().splitlines()
@@ -81,16 +83,19 @@ def test_wrong_second_derivative_gives_agl902_only_where_backward_is_differentia
     assert any("once_differentiable" in reason for reason in function(report, "OnceDifferentiableCube")["skipped"])
 
 
-@pytest.mark.parametrize("module, reason", [
-    ("hangs.py", f"timed out after {HANG_TIMEOUT} s"),
-    ("aborts.py", "the module crashed the interpreter (SIGABRT)"),
-    ("exits.py", "called sys.exit(3) on import"),
-    ("import_error.py", "failed to import: ModuleNotFoundError: No module named 'autograd_lint_no_such_module'"),
+@pytest.mark.parametrize("module, status, reason", [
+    ("hangs.py", "timed-out", f"timed out after {HANG_TIMEOUT} s"),
+    ("aborts.py", "crashed", "the module crashed the interpreter (SIGABRT)"),
+    ("exits.py", "import-failed", "called sys.exit(3) on import"),
+    ("import_error.py", "import-failed",
+     "failed to import: ModuleNotFoundError: No module named 'autograd_lint_no_such_module'"),
 ])
-def test_broken_modules_are_unverified_and_the_run_goes_on(fixture_run, module, reason):
+def test_broken_modules_are_not_checked_and_the_run_goes_on(fixture_run, module, status, reason):
     result, findings, report = fixture_run
-    assert f"fixtures/dynamic/{module}: unverified: {reason}" in result.stderr
-    assert [entry["reason"] for entry in report["functions"] if entry["path"].endswith(module)] == [reason]
+    # Named from the source, as the child never got to list the class.
+    assert f"warning: --dynamic: fixtures/dynamic/{module}:8: NeverChecked: not checked: {reason}\n" in result.stderr
+    assert [(entry["function_class"], entry["status"], entry["reason"]) for entry in report["functions"]
+            if entry["path"].endswith(module)] == [("NeverChecked", status, reason)]
     assert not [f for f in findings if f["path"].endswith(module) and f["code"].startswith("AGL9")]
     assert_no_traceback(result)
 
@@ -103,9 +108,13 @@ def test_static_findings_of_a_crashed_module_carry_the_reason(fixture_run):
         "unverified", "the module crashed the interpreter (SIGABRT)")
 
 
-def test_every_finding_has_a_confirmation(fixture_run):
+def test_every_static_finding_has_a_confirmation_and_every_runtime_one_its_inputs(fixture_run):
     _, findings, _ = fixture_run
-    assert findings and all(f["confirmation"] in ("confirmed", "not-reproduced", "unverified") for f in findings)
+    static = [f for f in findings if not f["code"].startswith("AGL9")]
+    runtime_only = [f for f in findings if f["code"].startswith("AGL9")]
+    assert static and all(f["confirmation"] in ("confirmed", "not-reproduced", "unverified") for f in static)
+    assert runtime_only and all(f["confirmation"] is None and f["evidence"].startswith("ran on ")
+                                for f in runtime_only)
     assert all(f["evidence"] for f in findings)
 
 
@@ -231,26 +240,64 @@ def test_raw_backward_results_are_checked(fixture_run):
     assert any("not deterministic" in reason for reason in function(report, "Dropout")["skipped"])
 
 
+def test_a_backward_that_assumes_a_contiguous_gradient_fails_agl905_and_passes_gradcheck(fixture_run):
+    _, findings, report = fixture_run
+    strided = runtime(findings, "strided_gradients.py", "AGL905")
+    assert set(strided) == {"RawBufferScale", "FlatViewScale"}
+    assert re.search(r"RawBufferScale: when the gradient arrives transposed \(stride \(1, \d+\), .*\), backward "
+                     r"returns other gradients than for the same values contiguous \(the gradient for input 0 "
+                     r"differs by up to [0-9.]+\)", strided["RawBufferScale"]["message"])
+    assert "backward raises RuntimeError: view size is not compatible" in strided["FlatViewScale"]["message"]
+    assert all(f["severity"] == "error" and f["confirmation"] is None for f in strided.values())
+    assert "strided gradients" in function(report, "ContiguousScale")["ran"]
+    assert not [f for f in findings if f["path"].endswith("strided_gradients.py") and f["code"] != "AGL905"]
+    # gradcheck, which only feeds contiguous gradients, passes all three: this check is not it.
+    module = load_module(DYNAMIC / "strided_gradients.py", "strided_gradients")
+    for name in ("RawBufferScale", "FlatViewScale", "ContiguousScale"):
+        x = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
+        assert torch.autograd.gradcheck(getattr(module, name).apply, (x,)), name
+        assert {"gradcheck", "gradgradcheck"} <= set(function(report, name)["ran"]), name
+
+
 def test_summary_line_counts_sources_and_confirmations(fixture_run):
-    result, _, report = fixture_run
-    match = re.search(r"dynamic: (\d+) Function classes, inputs built for (\d+) \((\d+)%\): (\d+) declared, "
-                      r"(\d+) call sites, (\d+) synthesized; findings: \d+ confirmed, \d+ not-reproduced, "
-                      r"\d+ unverified", result.stderr)
+    result, findings, report = fixture_run
+    match = re.search(r"dynamic: (\d+) Function classes: (\d+) checked, (\d+) not checked \(.*; listed above\); "
+                      r"inputs built for (\d+) \((\d+)%\): (\d+) declared, (\d+) call sites, (\d+) synthesized; "
+                      r"static findings: (\d+) confirmed, (\d+) not-reproduced, (\d+) unverified; "
+                      r"runtime findings \(AGL9xx\): (\d+)", result.stderr)
     assert match, result.stderr
-    total, built, rate, declared, call_sites, synthesized = map(int, match.groups())
+    (total, checked, not_checked, built, rate, declared, call_sites, synthesized,
+     confirmed, not_reproduced, unverified, runtime_count) = map(int, match.groups())
     assert total == len(report["functions"]) and built == declared + call_sites + synthesized
-    assert (declared, call_sites) == (2, 2) and rate == round(100 * built / total)
-    assert report["summary"] in result.stderr
+    assert (declared, call_sites) == (3, 2) and rate == round(100 * built / total)
+    assert checked + not_checked == total and checked == sum(1 for f in report["functions"] if f["status"] == "checked")
+    # The summary counts what the findings say, one meaning per word.
+    static = [f["confirmation"] for f in findings if not f["code"].startswith("AGL9")]
+    assert (confirmed, not_reproduced, unverified) == tuple(map(static.count, ("confirmed", "not-reproduced",
+                                                                              "unverified")))
+    assert runtime_count == sum(1 for f in findings if f["code"].startswith("AGL9"))
+    summary = report["summary"]
+    assert (summary["function_classes"], summary["checked"], sum(summary["not_checked"].values())) == (
+        total, checked, not_checked)
+    assert summary["inputs"] == {"declared": declared, "call-site": call_sites, "synthesized": synthesized}
+    assert summary["static_findings"] == {"confirmed": confirmed, "not-reproduced": not_reproduced,
+                                          "unverified": unverified}
 
 
 def test_text_output_shows_confirmation_and_sarif_carries_it(tmp_path):
     module = write(tmp_path / "ops.py", (DYNAMIC / "second_derivative.py").read_text())
     text = run("--dynamic", "--no-cache", str(module), cwd=tmp_path)
-    assert re.search(r"ops\.py:7:1: AGL902 DetachedCube: gradgradcheck failed: Jacobian mismatch .* "
-                     r"\[confirmed: with synthesized inputs same \(3, 4\): x \(3, 4\)\]$", text.stdout, re.M), text.stdout
+    # The message names the fix; the suffix says what it ran on (not "confirmed": that word is for
+    # static findings, and the summary counts only those).
+    assert re.search(r"ops\.py:7:1: AGL902 DetachedCube: gradgradcheck failed: Jacobian mismatch .*; if backward "
+                     r"is not meant to be differentiated again, mark it @once_differentiable .*, otherwise build it "
+                     r"from differentiable torch ops .* \[ran on synthesized inputs same \(3, 4\): x \(3, 4\)\]$",
+                     text.stdout, re.M), text.stdout
+    assert "static findings: 0 confirmed, 0 not-reproduced, 0 unverified; runtime findings (AGL9xx): 1" in text.stderr
     sarif = json.loads(run("--dynamic", "--no-cache", "--format", "sarif", str(module), cwd=tmp_path).stdout)
     (result,) = sarif["runs"][0]["results"]
-    assert result["ruleId"] == "AGL902" and result["properties"]["confirmation"] == "confirmed"
+    assert result["ruleId"] == "AGL902" and result["properties"]["confirmation"] is None
+    assert result["properties"]["evidence"] == "ran on synthesized inputs same (3, 4): x (3, 4)"
 
 
 def test_static_mode_reports_no_runtime_findings_and_no_confirmation(tmp_path):
@@ -462,3 +509,126 @@ def test_only_a_permuted_shape_counts_as_swapped_axes():
     assert not swapped_axes(message.format("2, 3, 4"))
     assert not swapped_axes(message.format("6, 4, 5"))
     assert not swapped_axes("backward raised TypeError: unsupported operand")
+
+
+def test_the_report_follows_its_published_schema(fixture_run):
+    jsonschema = pytest.importorskip("jsonschema")
+    _, _, report = fixture_run
+    schema = json.loads((REPO_ROOT / "docs" / "dynamic-report.schema.json").read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator(schema).validate(report)
+    # Module-level failures are entries like the others, and every status the run met is counted.
+    statuses = [entry["status"] for entry in report["functions"]]
+    assert {"checked", "no-inputs", "import-failed", "timed-out", "crashed"} <= set(statuses)
+    assert report["summary"]["not_checked"] == {status: statuses.count(status) for status in
+                                                ("no-inputs", "not-run", "import-failed", "timed-out", "crashed")}
+
+
+def test_the_fork_server_gives_the_same_answers_as_one_interpreter_per_module(fixture_run, tmp_path):
+    """The fixture run went through the fork server; this one starts a fresh interpreter per
+    module. Same findings, confirmations, evidence and per-class report (seconds aside)."""
+    result, findings, report = fixture_run
+    report_path = tmp_path / "report.json"
+    modules = sorted(str(path.relative_to(REPO_ROOT)) for path in DYNAMIC.glob("*.py"))
+    without = run_cli("--dynamic", "--dynamic-timeout", str(HANG_TIMEOUT), "--format", "json", "--no-cache",
+                      "-j", "2", "--dynamic-report", str(report_path), *modules, cwd=REPO_ROOT, timeout=600,
+                      env={"AUTOGRAD_LINT_DYNAMIC_FORK_SERVER": "0"})
+    assert without.returncode == result.returncode, without.stderr
+    assert json.loads(without.stdout)["findings"] == findings
+
+    def timeless(entries: list[dict]) -> list[dict]:
+        return [{key: value for key, value in entry.items() if not key.endswith("seconds")} for entry in entries]
+
+    other = json.loads(report_path.read_text(encoding="utf-8"))
+    assert timeless(other["functions"]) == timeless(report["functions"])
+    assert {**other["summary"], "seconds": 0} == {**report["summary"], "seconds": 0}
+    warnings = [line for line in result.stderr.splitlines() if "not checked:" in line]
+    assert warnings and warnings == [line for line in without.stderr.splitlines() if "not checked:" in line]
+
+
+def test_parameters_that_are_not_tensors_get_second_tries_from_forwards_errors(fixture_run):
+    """A size guessed as a tensor ("must be tuple of ints, not Tensor") is retried as a tuple of
+    ints; a parameter named like a callable gets a small callable."""
+    _, findings, report = fixture_run
+    reshape = function(report, "ReshapeTo")
+    assert reshape["inputs"]["detail"] == "same (3, 4): x (3, 4), shape=(3, 4)", reshape
+    assert {"gradcheck", "gradgradcheck"} <= set(reshape["ran"])
+    assert function(report, "ApplyThen")["inputs"]["detail"] == "same (3, 4): x (3, 4), fn=identity"
+    wrong = runtime(findings, "non_tensor_arguments.py", "AGL901")
+    assert set(wrong) == {"ApplyThen"} and "input 0 (`x`)" in wrong["ApplyThen"]["message"]
+
+
+def test_gradients_different_by_design_are_agl908_not_agl901(fixture_run):
+    """A straight-through estimator and gradient modifiers fail gradcheck by design: not errors.
+    AGL908 is off by default, so the default run reports nothing for them; the report lists it."""
+    _, findings, report = fixture_run
+    by_design = {f["function_class"]: f for f in findings if f["path"].endswith("by_design.py")
+                 and f["code"].startswith("AGL9")}
+    assert {name: f["code"] for name, f in by_design.items()} == {
+        "ScaledSin": "AGL901", "Float32SinWrong": "AGL901", "GuidedReLU": "AGL909"}
+    for name in ("RoundSTE", "GradReverse", "StitchGradient", "ClipGradient"):
+        entry = function(report, name)
+        assert entry["runtime_findings"] == ["AGL908"], (name, entry)
+        assert "gradcheck" in entry["ran"] and "gradgradcheck" not in entry["ran"]
+    # gradcheck passes this clipper (a one-hot 1 is not clipped); linearity fails, by design.
+    assert function(report, "ClipGradientToOne")["runtime_findings"] == ["AGL908"]
+    for name in ("RoundExact", "Identity", "SignGatedReLU"):
+        assert {"gradcheck", "linearity", "gradgradcheck"} <= set(function(report, name)["ran"]), name
+        assert function(report, name)["runtime_findings"] == [], name
+
+
+def test_agl908_says_which_kind_when_selected(tmp_path):
+    module = write(tmp_path / "ops.py", (DYNAMIC / "by_design.py").read_text())
+    result = run("--dynamic", "--no-cache", "--format", "json", "--extend-select", "AGL908", str(module),
+                 cwd=tmp_path)
+    found = {f["function_class"]: f for f in json.loads(result.stdout)["findings"] if f["code"] == "AGL908"}
+    assert set(found) == {"RoundSTE", "GradReverse", "StitchGradient", "ClipGradient", "ClipGradientToOne"}, \
+        result.stdout
+    assert all(f["severity"] == "info" for f in found.values())
+    assert found["RoundSTE"]["message"].startswith(
+        "RoundSTE: straight-through or surrogate estimator: forward is piecewise constant in input 0 (`x`)")
+    assert 'its documentation says "Straight-through"' in found["RoundSTE"]["message"]
+    assert found["GradReverse"]["message"].startswith(
+        "GradReverse: gradient modifier: forward returns input 0 (`x`) unchanged and backward scales the "
+        "gradient by -1")
+    assert "backward reroutes a gradient to input 0 (`x1`), which forward does not read" in \
+        found["StitchGradient"]["message"]
+    # A gradient clipper is not linear, by design: its AGL909 is folded into AGL908.
+    assert "backward is not linear in its gradient" in found["ClipGradient"]["message"]
+    assert found["ClipGradientToOne"]["message"].startswith(
+        "ClipGradientToOne: gradient modifier (forward returns an input unchanged): backward is not linear")
+
+
+def test_a_backward_that_gates_on_the_gradients_sign_is_agl909(fixture_run):
+    _, findings, report = fixture_run
+    (guided,) = [f for f in findings if f["function_class"] == "GuidedReLU" and f["code"] == "AGL909"]
+    assert guided["severity"] == "error" and guided["confirmation"] is None  # a runtime finding: no confirmation
+    assert guided["evidence"].startswith("ran on ")
+    difference = float(re.search(r"differs from 0.75\*backward\(g1\) \+ -1.25\*backward\(g2\) by up to "
+                                 r"([0-9.e+-]+) in the gradient for input 0 \(`x`\)", guided["message"]).group(1))
+    assert difference > 0.1
+    # gradcheck (slow mode: one-hot, non-negative probes) passes it: this check is not gradcheck.
+    _plain_gradcheck_passes(DYNAMIC / "by_design.py", "GuidedReLU", (3, 4))
+    assert "gradcheck" in function(report, "GuidedReLU")["ran"]
+
+
+def test_a_forward_that_casts_to_float32_is_not_agl903(fixture_run):
+    _, findings, report = fixture_run
+    entry = function(report, "Float32Sin")
+    assert entry["runtime_findings"] == [] and "gradcheck" in entry["ran"], entry
+    assert "gradgradcheck: forward computes in float32, below the precision second derivatives need" in \
+        entry["skipped"]
+    # Without a cast in forward, a float32 gradient still is one.
+    assert "is float32, the input float64" in runtime(findings, "raw_backward.py", "AGL903")["Float32Grad"]["message"]
+
+
+def test_nan_in_a_check_is_named_by_input_and_element(fixture_run):
+    _, findings, report = fixture_run
+    nan = runtime(findings, "nonfinite.py", "AGL901")
+    assert set(nan) == {"NanBackward"}, nan
+    assert re.search(r"NanBackward: gradcheck failed: backward returns nan in the gradient for input 0 \(`x`\) at "
+                     r"element \(\d+, \d+\)", nan["NanBackward"]["message"]), nan["NanBackward"]["message"]
+    edge = function(report, "Sqrt")
+    assert edge["inputs"]["source"] == "declared"
+    assert edge["runtime_findings"] == [] and "gradcheck" not in edge["ran"]
+    assert "gradcheck: forward gives nan within 1e-06 of input 0 (`x`) at element (1, 1) (for output element 4): " \
+        "the input is at the edge of forward's domain" in edge["skipped"], edge["skipped"]

@@ -4,8 +4,8 @@ tests/test_confirm.py calls ``confirm_finding`` in this process; here the whole 
 child process per module, the input search (declared examples first), the confirmation of each
 static finding, the merge of runtime failures into the static findings that explain them, and
 the reporters. One run over the directory (module-scoped) feeds the per-code tests; it takes about
-90 s on two cores, nearly all of it starting a child per module (torch import, then sympy on the
-first backward), not the checks themselves.
+12 s on two cores with the fork server (about 115 s with one interpreter per module, each paying
+the torch import and the first backward).
 """
 
 from __future__ import annotations
@@ -57,6 +57,12 @@ EVIDENCE = {
     "AGL602": r"torch\.func\.jvp over Exp raised ValueError: not enough values to unpack .*saved_tensors was \(\) in jvp",
     "AGL603": r"backward raised (RuntimeError: expected m1 and m2 to have the same dtype.*lacks "
               r"@torch\.amp\.custom_bwd|AttributeError: .*_fwd_used_autocast.*only @custom_fwd sets)",
+    "AGL307": r"output 0 is a view of an input; output\.add_\(0\) raised RuntimeError: .*created inside a custom Function",
+    "AGL308": r"backward returned None for input 2, but the outputs change with it: .*it never trains",
+    "AGL403": r"when the gradient arrives (transposed|expanded|interleaved).*backward returns other gradients than "
+              r"for the same values contiguous",
+    "AGL605": r"torch\.func\.vjp over Double raised RuntimeError: .*it must override the setup_context staticmethod",
+    "AGL606": r"output 0 of Scale changes with the captured `weight` .*its \.grad is None",
 }
 
 
@@ -135,7 +141,7 @@ def test_a_runtime_failure_no_confirmed_finding_explains_is_still_reported(confi
     near_miss = by_file["AGL304_near_miss.py"]
     assert not [f for f in near_miss if f["code"] == "AGL304"]
     (gradgrad,) = [f for f in near_miss if f["code"] == "AGL902"]
-    assert gradgrad["confirmation"] == "confirmed" and gradgrad["evidence"] == "with declared inputs @example #1"
+    assert gradgrad["confirmation"] is None and gradgrad["evidence"] == "ran on declared inputs @example #1"
 
 
 @pytest.fixture(scope="module")

@@ -37,6 +37,8 @@ CASES = sorted(p for p in FIXES.glob("AGL*/*.py")
 
 # Codes --dynamic has no runtime check for (see autograd_lint/dynamic/confirm.py).
 NOT_CONFIRMABLE = {
+    "AGL001": "the finding is about a suppression comment, which does nothing at runtime",
+    "AGL604": "the deprecated decorator works (with a FutureWarning): nothing fails to confirm",
     "AGL103": "a forward/backward without @staticmethod works at runtime (the class attribute is a "
               "plain function, called as cls.forward(ctx, ...)), so there is nothing to confirm",
     "AGL501": "the finding is about the user's test (gradcheck on float32 inputs), which --dynamic "

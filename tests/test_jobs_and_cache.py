@@ -105,18 +105,18 @@ def test_the_same_run_again_is_answered_from_the_run_memo_alone(tree: Path, tmp_
 def test_a_run_memo_sees_a_changed_file_and_a_corrupt_one_is_ignored(tmp_path: Path):
     module = tmp_path / "m.py"
     module.write_text("import torch\n\n\nclass F(torch.autograd.Function):\n    @staticmethod\n"
-                      "    def forward(ctx, x):\n        return x\n\n    @staticmethod\n"
-                      "    def backward(ctx, g):\n        return g\n")
+                      "    def forward(ctx, x):\n        return x * 2\n\n    @staticmethod\n"
+                      "    def backward(ctx, g):\n        return g * 2\n")
     cache = tmp_path / "cache"
 
     def codes() -> list[str]:
         return sorted(f[3] for f in lint(tmp_path, "--cache-dir", str(cache))[1])
 
-    assert codes() == ["AGL502"]  # nothing gradchecks F
-    module.write_text(module.read_text().replace("return g", "return g, g"))
-    assert codes() == ["AGL101", "AGL502"]
+    assert codes() == ["AGL502", "AGL605"]  # nothing gradchecks F; forward takes ctx
+    module.write_text(module.read_text().replace("return g * 2", "return g * 2, g"))
+    assert codes() == ["AGL101", "AGL502", "AGL605"]
     (cache / "runs-v1.pickle").write_bytes(b"not a pickle")
-    assert codes() == ["AGL101", "AGL502"]
+    assert codes() == ["AGL101", "AGL502", "AGL605"]
 
 
 _LOADING_SCRIPT = """

@@ -106,3 +106,102 @@ def test_a_diff_of_the_current_directory_applies_with_git(tmp_path: Path) -> Non
     (tmp_path / "fix.patch").write_text(result.stdout, encoding="utf-8")
     subprocess.run(["git", "apply", "fix.patch"], cwd=tmp_path, check=True)
     assert "    @staticmethod\n    def forward(ctx, x):" in (package / "x.py").read_text(encoding="utf-8")
+
+
+def _flake8(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    environment = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    return subprocess.run([sys.executable, "-m", "flake8", "--isolated", "--select", "AGL", *args], cwd=cwd,
+                          env=environment, capture_output=True, text=True, timeout=120)
+
+
+def test_flake8_and_the_cli_agree_on_a_file_python_cannot_decode(tmp_path: Path) -> None:
+    """Latin-1 bytes without a coding line: Python refuses the file, the CLI says AGL000, and
+    flake8 (which falls back to Latin-1 and would lint it) must say the same."""
+    latin1 = BAD.replace("import torch", "import torch  # caf\u00e9", 1).encode("latin-1")
+    (tmp_path / "latin1.py").write_bytes(latin1)
+    (tmp_path / "declared.py").write_bytes(b"# -*- coding: latin-1 -*-\n" + latin1)
+    (tmp_path / "utf8.py").write_bytes(latin1.decode("latin-1").encode("utf-8"))
+    cli = run_cli("--no-cache", "latin1.py", "declared.py", "utf8.py", cwd=tmp_path)
+    flake8 = _flake8("latin1.py", "declared.py", "utf8.py", cwd=tmp_path)
+
+    def codes(output: str, name: str) -> list[tuple[str, str]]:
+        return sorted((line.split(":")[1], line.split(": ")[1].split()[0])
+                      for line in output.splitlines() if line.startswith(f"{name}:"))
+
+    message = ("AGL000 could not decode as utf-8 (no PEP 263 coding cookie, so Python reads it as utf-8): "
+               "invalid continuation byte")
+    assert f"latin1.py:1:1: {message}" in cli.stdout and f"latin1.py:1:1: {message}" in flake8.stdout, flake8
+    for name in ("latin1.py", "declared.py", "utf8.py"):
+        assert codes(cli.stdout, name) == codes(flake8.stdout, name), (name, cli.stdout, flake8.stdout)
+    declared = {code for _, code in codes(flake8.stdout, "declared.py")}
+    assert "AGL201" in declared and "AGL000" not in declared
+
+
+NEWER_SYNTAX = '''import torch
+
+type Pair = tuple[torch.Tensor, torch.Tensor]
+
+
+def first[T](xs: list[T]) -> T:
+    return xs[0]
+
+
+def pick[T = torch.Tensor](xs: list[T]) -> T:
+    return xs[0]
+
+
+class Keep[T](torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.x = x
+        print(f"{"nested" + "quotes"}")
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * ctx.x
+'''
+
+
+def test_newer_python_syntax_is_linted_whatever_python_runs_the_linter(tmp_path: Path) -> None:
+    """3.12's type aliases, type parameters and PEP 701 f-strings, 3.13's type parameter
+    defaults: libcst reads them on every Python, so the result must not depend on the running
+    one (before, Python 3.9-3.11 reported AGL000 "could not parse")."""
+    (tmp_path / "newer.py").write_text(NEWER_SYNTAX, encoding="utf-8")
+    older = NEWER_SYNTAX.replace("type Pair =", "Pair =").replace("[T](", "(").replace("[T = torch.Tensor](", "(")
+    older = older.replace("class Keep[T](", "class Keep(").replace('f"{"nested" + "quotes"}"', "'nested quotes'")
+    (tmp_path / "older.py").write_text(older, encoding="utf-8")
+    result = run_cli("--no-cache", "--format", "json", "newer.py", "older.py", cwd=tmp_path)
+    findings = json.loads(result.stdout)["findings"]
+    by_file = {name: [(f["line"], f["column"], f["code"]) for f in findings if f["path"] == name]
+               for name in ("newer.py", "older.py")}
+    assert by_file["newer.py"] == by_file["older.py"] == [(17, 9, "AGL201")], result.stdout
+    # A real syntax error is still one, where Python 3.13 places it, not at the first newer
+    # construct (where an older Python stops).
+    broken_text = NEWER_SYNTAX.replace("def backward(ctx, grad):", "def backward(ctx grad):")
+    broken_text = broken_text.replace('f"{"nested" + "quotes"}"', "'nested quotes'")
+    (tmp_path / "broken.py").write_text(broken_text, encoding="utf-8")
+    broken = json.loads(run_cli("--no-cache", "--format", "json", "broken.py", cwd=tmp_path).stdout)["findings"]
+    assert [(f["code"], f["line"], f["column"]) for f in broken] == [("AGL000", 22, 22)], broken
+
+
+def test_the_readmes_pre_commit_rev_is_a_commit_sha_or_an_existing_tag() -> None:
+    """`rev: v0.1.0` named a tag that does not exist: pre-commit failed with `pathspec 'v0.1.0'
+    did not match`. Until releases are tagged the README shows a full commit SHA."""
+    import re
+
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## pre-commit"):]
+    revs = re.findall(r"^\s*rev:\s*(\S+)", section, re.M)
+    assert revs, "the pre-commit section shows a rev"
+    tags = subprocess.run(["git", "tag", "--list"], cwd=REPO_ROOT, capture_output=True, text=True).stdout.split()
+    for rev in revs:
+        assert re.fullmatch(r"[0-9a-f]{40}", rev) or rev in tags, rev
+
+
+def test_a_syntax_error_answered_from_the_cache_keeps_its_position(tmp_path: Path) -> None:
+    (tmp_path / "ops.py").write_text(BAD.replace("def backward(ctx, grad_output):", "def backward(ctx grad_output):",
+                                                 1), encoding="utf-8")
+    runs = [run_cli("--cache-dir", str(tmp_path / "cache"), "ops.py", cwd=tmp_path).stdout for _ in range(2)]
+    assert runs[0] == runs[1], runs
+    assert ": AGL000 could not parse: SyntaxError" in runs[0] and ":1:1: AGL000" not in runs[0], runs[0]

@@ -78,7 +78,8 @@ def python_blocks(section: str) -> list[str]:
 
 def expected_severity_line(info: RuleInfo) -> str:
     if not info.static:
-        default = "on — reported only by --dynamic"
+        default = ("on —" if info.default_enabled else f"off — enable with --select {info.code};") + \
+            " reported only by --dynamic"
     elif info.default_enabled:
         default = "on"
     else:

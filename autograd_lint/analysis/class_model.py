@@ -38,6 +38,7 @@ from autograd_lint.analysis.input_evidence import (
 from autograd_lint.analysis.tensorness import Tensorness, TensorJudge
 
 if TYPE_CHECKING:
+    from autograd_lint.analysis.kernels import ModuleKernels
     from autograd_lint.analysis.provenance import ProvenanceModel
 
 METHOD_NAMES = ("forward", "backward", "setup_context", "jvp", "vjp")
@@ -212,6 +213,8 @@ class FunctionModel:
     module_function: Callable[[str], Optional["Method"]] = field(default=lambda name: None, repr=False)
     key: str = ""  # ``module.Class`` (analysis.names)
     project: Optional[ProjectFacts] = None
+    # What the file says about custom kernels (``analysis.kernels``): set with module_function.
+    kernels: Optional["ModuleKernels"] = field(default=None, repr=False)
 
     def passed_literals(self, input_name: str) -> Optional[frozenset[str]]:
         """The kinds of literal every ``.apply(...)`` call in the linted files passes for this
@@ -264,6 +267,24 @@ class FunctionModel:
                 if method.is_static or method.is_classmethod:
                     result[method.name] = method
         return result
+
+    @cached_property
+    def generate_vmap_rule_true(self) -> Optional[cst.CSTNode]:
+        """The class body's own ``generate_vmap_rule = True`` (an assignment of the literal), or None."""
+        for statement in self.parsed.node.body.body:
+            if not isinstance(statement, cst.SimpleStatementLine):
+                continue
+            for small in statement.body:
+                if isinstance(small, cst.Assign):
+                    targets = [t.target for t in small.targets]
+                elif isinstance(small, cst.AnnAssign):
+                    targets = [small.target]
+                else:
+                    continue
+                if isinstance(small.value, cst.Name) and small.value.value == "True" and any(
+                        isinstance(t, cst.Name) and t.value == "generate_vmap_rule" for t in targets):
+                    return small
+        return None
 
     def helper(self, call: cst.Call) -> Optional[Method]:
         """The helper a call in forward/backward runs, when this file shows its body: a static or
@@ -538,6 +559,23 @@ class FunctionModel:
         return result
 
     @cached_property
+    def marked_dirty(self) -> Optional[set[str]]:
+        """The names forward passes to ``ctx.mark_dirty(...)``; None when they cannot be read (a
+        starred or computed argument, or a call in setup_context, where the names are unpacked
+        from ``inputs``): rules then trust the marks."""
+        names: set[str] = set()
+        for method in self.forward_methods:
+            for node in method.nodes_of(cst.Call):
+                if is_ctx_attr(node.func, self.ctx_names(method), "mark_dirty"):
+                    if method.name == "setup_context":
+                        return None
+                    for arg in node.args:
+                        if arg.star or not isinstance(arg.value, cst.Name):
+                            return None
+                        names.add(arg.value.value)
+        return names
+
+    @cached_property
     def ctx_escapes(self) -> bool:
         """ctx handed to other code in forward/setup_context (a helper, setattr with a variable,
         ``ctx.__dict__``): its attributes may be set where we cannot see."""
@@ -676,7 +714,7 @@ class FunctionModel:
         elif method.name == "setup_context" and len(method.params) >= 3:
             known[method.params[2].name] = Tensorness.TENSOR if self.output_count == 1 else Tensorness.UNKNOWN
         ctx_names = self.ctx_names(method)
-        assignments = _assignments(method, ctx_names, self)
+        assignments = local_assignments(method, ctx_names, self)
         tensor_attrs = self.tensor_ctx_attributes if method.name == "backward" else set()
 
         star_inputs = self.known_inputs if method.name == "forward" and method.star_args else []
@@ -741,7 +779,9 @@ def build_function_model(
             for name, method in inherited_methods.items():
                 methods.setdefault(name, method)
     inherited = project.inherited(remote_bases) if project is not None and remote_bases else None
-    style = "new" if "setup_context" in methods or (inherited and "setup_context" in inherited[0]) else "legacy"
+    # setup_context of its own, inherited, or assigned after the class body (`MyFn.setup_context = ...`)
+    style = "new" if "setup_context" in methods or "setup_context" in info.methods or (
+        inherited and "setup_context" in inherited[0]) else "legacy"
     return FunctionModel(
         name=info.name, info=info, parsed=parsed, methods=methods, style=style, qualify=qualify,
         bases=bases, unknown_base=unknown_base, inherited_from_project=inherited,
@@ -947,7 +987,7 @@ def _ctx_escapes(method: Method, ctx_names: frozenset[str]) -> bool:
     return False
 
 
-def _assignments(method: Method, ctx_names: frozenset[str], model: FunctionModel) -> dict[str, list[Assignment]]:
+def local_assignments(method: Method, ctx_names: frozenset[str], model: Optional[FunctionModel]) -> dict[str, list[Assignment]]:
     """Every value bound to each local name of ``method`` (None: a binding we cannot read)."""
     result: dict[str, list[Assignment]] = {}
 

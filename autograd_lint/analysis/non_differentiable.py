@@ -80,6 +80,22 @@ def _value_needs_no_grad(value: Optional[cst.BaseExpression], marked: set[str], 
     return isinstance(value, cst.Call) and judge(value) is Tensorness.NOT_TENSOR
 
 
+def marked_output_names(model: FunctionModel) -> Optional[set[str]]:
+    """The names forward passes to ``ctx.mark_non_differentiable(...)``; None when the marks
+    cannot be matched to forward's names (a starred or computed argument, or marks made in
+    setup_context on ``output``)."""
+    names: set[str] = set()
+    for method in model.forward_methods:
+        for call in _mark_calls(method, model.ctx_names(method)):
+            if method.name == "setup_context":
+                return None
+            for arg in call.args:
+                if arg.star or not isinstance(arg.value, cst.Name):
+                    return None
+                names.add(arg.value.value)
+    return names
+
+
 def _marked_names(method: Method, ctx_names: frozenset[str]) -> set[str]:
     """Names passed to ``ctx.mark_non_differentiable(...)`` in ``method``."""
     names: set[str] = set()

@@ -20,7 +20,8 @@ from autograd_lint.analysis.module_index import FUNCTION_BASES
 # Class statements with their bases (which may span lines: [^)] matches newlines).
 # `class X(<bases>)`; the literal first, so the regex engine can skip ahead to each `class`
 # (a pattern anchored with ^ under re.M is tried at every position: 4x slower on torch).
-_CLASS_BASES = re.compile(r"class[ \t]+\w+[ \t]*\(([^)]*)\)")
+# (Type parameters, `class Box[T](Base)` since Python 3.12, may sit between the name and the bases.)
+_CLASS_BASES = re.compile(r"class[ \t]+\w+[ \t]*(?:\[.*?\][ \t]*)?\(([^)]*)\)")
 _CODE_LINE_START = re.compile(r"\n([ \t]*)([^ \t\r\n])")
 _APPLY = re.compile(r"\.apply\b")
 _NAME_AT_END = re.compile(r"(\w+)\Z")

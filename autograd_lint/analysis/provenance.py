@@ -61,6 +61,17 @@ class Provenance:
 
 UNKNOWN = Provenance(Origin.UNKNOWN)
 
+
+@dataclass(frozen=True)
+class ReturnedInput:
+    """A value forward returns that is one of its inputs (``view`` False) or a view of one."""
+
+    ret: cst.Return
+    index: int  # the output's position in the returned tuple (0 for a bare value)
+    value: cst.BaseExpression
+    position: int  # the input's position
+    view: bool
+
 # Conversions that return the receiver itself when nothing changes (same dtype and device).
 _MAY_ALIAS_METHODS = frozenset(
     {"to", "type_as", "float", "double", "half", "bfloat16", "cpu", "cuda", "long", "int", "bool",
@@ -71,6 +82,17 @@ _VIEW_FUNCTIONS = frozenset(
     {"reshape", "flatten", "unflatten", "squeeze", "unsqueeze", "transpose", "permute", "narrow",
      "select", "t", "detach", "as_strided", "diagonal", "movedim", "swapaxes", "swapdims",
      "view_as_real", "view_as_complex", "real", "imag", "broadcast_to"}
+)
+# Views that always share their base's storage and keep it as ``_base``, whatever the strides
+# (``reshape``/``contiguous``/``flatten`` and the dtype conversions alias only sometimes;
+# ``detach``/``.data`` share storage without a ``_base``): what AGL307 calls "a view of the input".
+CERTAIN_VIEW_METHODS = frozenset(
+    {"view", "view_as", "t", "transpose", "permute", "unsqueeze", "squeeze", "expand", "expand_as",
+     "narrow", "select", "diagonal", "movedim", "moveaxis", "swapaxes", "swapdims", "unfold", "as_strided"}
+)
+_CERTAIN_VIEW_FUNCTIONS = frozenset(
+    {"transpose", "permute", "unsqueeze", "squeeze", "narrow", "select", "t", "diagonal", "movedim",
+     "moveaxis", "swapaxes", "swapdims", "as_strided", "broadcast_to"}
 )
 # Reading these of a tensor is reading its metadata, not its values.
 METADATA_ATTRIBUTES = NON_TENSOR_ATTRIBUTES - {"grad_fn", "_version"}
@@ -241,6 +263,57 @@ class ProvenanceModel:
         if isinstance(node, cst.Subscript):
             return True  # advanced indexing (basic indexing is a view, followed above)
         return False
+
+    # ---- forward's outputs that are its inputs ---------------------------------------------
+    def returned_inputs(self) -> list["ReturnedInput"]:
+        """Each value forward returns that is certainly one of its inputs as it came in, or a view
+        that always keeps that input as its ``_base`` (``CERTAIN_VIEW_METHODS``, basic indexing).
+        PyTorch then hands the caller a view of the input (docs/runtime-mechanisms.md, F17)."""
+        forward = self.model.forward
+        if forward is None:
+            return []
+        found = []
+        for ret in forward.returns:
+            value = ret.value
+            elements = [e.value for e in value.elements if not isinstance(e, cst.StarredElement)] \
+                if isinstance(value, cst.Tuple) else [value]
+            if isinstance(value, cst.Tuple) and any(isinstance(e, cst.StarredElement) for e in value.elements):
+                continue  # positions unknown
+            for index, element in enumerate(elements):
+                alias = self._input_alias(forward, element, frozenset()) if element is not None else None
+                if alias is not None:
+                    found.append(ReturnedInput(ret, index, element, alias[0], alias[1]))
+        return found
+
+    def _input_alias(self, forward: "Method", node: cst.BaseExpression,
+                     visiting: frozenset[str]) -> Optional[tuple[int, bool]]:
+        """(input position, through a view) when ``node`` is certainly that input or a certain
+        view of it; None otherwise."""
+        if isinstance(node, cst.Name):
+            inputs = [p.name for p in self.model.known_inputs]
+            name = node.value
+            is_input = name in inputs
+            if name in visiting:
+                return (inputs.index(name), False) if is_input else None
+            bindings = self.model.judge(forward).assignments.get(name, [])
+            if is_input and name not in {p.name for p in forward.params} and len(bindings) == 1:
+                return inputs.index(name), False  # `x, w = args`: that binding is the input
+            found = [(inputs.index(name), False)] if is_input else []
+            for value in bindings:
+                if not isinstance(value, cst.BaseExpression):
+                    return None
+                alias = self._input_alias(forward, value, visiting | {name})
+                if alias is None:
+                    return None
+                found.append(alias)
+            if not found or any(position != found[0][0] for position, _ in found):
+                return None
+            return found[0][0], any(view for _, view in found)
+        base = _certain_view_base(node, self.model.qualify)
+        if base is None:
+            return None
+        alias = self._input_alias(forward, base, visiting)
+        return (alias[0], True) if alias is not None else None
 
     # ---- ctx attributes and saved tensors ----------------------------------------------------
     def ctx_attribute(self, attr: str) -> Provenance:
@@ -496,6 +569,27 @@ def _aliased(node: cst.BaseExpression, qualify) -> Optional[cst.BaseExpression]:
                 return func.value
             if method.endswith("_") and not method.startswith("_"):
                 return func.value  # in-place methods return their receiver
+    return None
+
+
+def _certain_view_base(node: cst.BaseExpression, qualify) -> Optional[cst.BaseExpression]:
+    """The tensor ``node`` is always a view of (``x.view(...)``, ``x.T``, ``x[0]``,
+    ``torch.transpose(x, 0, 1)``), or None."""
+    if isinstance(node, cst.Attribute) and node.attr.value in ("T", "mT"):
+        return node.value
+    if isinstance(node, cst.Subscript) and is_basic_index(node):
+        return node.value
+    if isinstance(node, cst.Call):
+        func = node.func
+        name = dotted(func)
+        if name is not None and "." in name and qualify(name).startswith("torch."):
+            namespace, _, last = qualify(name).rpartition(".")
+            if namespace == "torch" and last in _CERTAIN_VIEW_FUNCTIONS:
+                args = positional_args(node)
+                return args[0].value if args else None
+            return None
+        if isinstance(func, cst.Attribute) and func.attr.value in CERTAIN_VIEW_METHODS:
+            return func.value
     return None
 
 

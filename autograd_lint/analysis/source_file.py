@@ -31,6 +31,7 @@ from autograd_lint.source import SourceError, read_bytes, text_of
 
 if TYPE_CHECKING:
     from autograd_lint.analysis.class_model import Method
+    from autograd_lint.analysis.kernels import ModuleKernels
     from autograd_lint.analysis.module import ModuleAnalysis
     from autograd_lint.analysis.snippet import ParsedClass
 
@@ -99,10 +100,36 @@ class SourceFile:
                     warnings.simplefilter("ignore")  # invalid escape sequences and the like
                     self._tree = ast.parse(self._text, filename=self.path)
             except (SyntaxError, ValueError, MemoryError, RecursionError) as error:
-                self.problem = _syntax_message(error)
-                if isinstance(error, SyntaxError) and error.lineno:
-                    self.problem_at = (error.lineno, max(error.offset or 1, 1))
+                self._tree = self._newer_syntax_tree(error)
+                if self._tree is None:
+                    self.problem = _syntax_message(error)
+                    if isinstance(error, SyntaxError) and error.lineno:
+                        self.problem_at = (error.lineno, max(error.offset or 1, 1))
+                        self._place_after_newer_syntax()
         return self._tree
+
+    # The result must not depend on the Python that runs the linter (``newer_syntax``).
+    def _newer_syntax_tree(self, error: Exception) -> Optional[ast.Module]:
+        """For a SyntaxError, the tree of the text in older syntax of the same layout, when the
+        file is valid for a newer Python."""
+        if not isinstance(error, SyntaxError):
+            return None
+        from autograd_lint.analysis.newer_syntax import parse_newer
+
+        return parse_newer(self._text, self.path)
+
+    def _place_after_newer_syntax(self) -> None:
+        """A broken file that also uses newer syntax: the running Python stopped at the newer
+        syntax; report the real error, found in the same text with that syntax rewritten."""
+        from autograd_lint.analysis.newer_syntax import NEWER_SYNTAX_LINE, error_in_older_layout
+
+        line = self.problem_at[0] if self.problem_at else 0
+        if not 0 < line <= len(self.lines) or not NEWER_SYNTAX_LINE.search(self.lines[line - 1]):
+            return
+        real = error_in_older_layout(self._text)
+        if real is not None and real.lineno and real.lineno > line:
+            self.problem = _syntax_message(real)
+            self.problem_at = (real.lineno, max(real.offset or 1, 1))
 
     @property
     def skeleton(self) -> ModuleSkeleton:
@@ -180,9 +207,19 @@ class SourceFile:
             model = build_function_model(info, parsed, index.imports.qualify, local_models, project,
                                          key=f"{module_name.name}.{info.name}")
             model.module_function = self.module_function
+            model.kernels = self.kernels
             local_models[info.name] = model
             analysis.classes.append(model)
         return analysis
+
+    @cached_property
+    def kernels(self) -> "ModuleKernels":
+        """What the file says about custom kernels (Triton, extensions: ``analysis.kernels``)."""
+        from autograd_lint.analysis.kernels import module_kernels
+
+        if self.tree is None:
+            return module_kernels(None, None)
+        return module_kernels(self.tree, self.skeleton.imports, self.text)
 
     def parsed_class(self, node: ast.ClassDef) -> ParsedClass:
         """The libcst tree of the class ``node`` (of this file's ``ast``), parsed on first ask;

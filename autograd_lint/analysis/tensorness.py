@@ -225,12 +225,16 @@ def _is_method_on_local(name: str, judge: TensorJudge) -> bool:
 # Namespaces whose functions compute tensors from tensors (torch.exp, F.relu, torch.linalg.qr...).
 _TENSOR_NAMESPACES = ("torch", "torch.nn.functional", "torch.special", "torch.linalg", "torch.fft",
                       "torch.sparse", "torch.Tensor")
+_PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer",
+                                "torch.nn.parameter.Buffer"})
 # Functions that return a tensor unrelated to the autograd graph (RNG state bytes).
 _STATE_TORCH_FUNCTIONS = frozenset({"get_rng_state", "get_rng_state_all"})
 
 
 def torch_call_judgement(qualified: str, call: Optional[cst.Call] = None, tensor_args: int = 1) -> Tensorness:
     """What ``torch.<...>(...)`` returns: a tensor for ops of the tensor namespaces."""
+    if qualified in _PARAMETER_CLASSES:
+        return Tensorness.TENSOR  # a Parameter is a Tensor subclass
     namespace, _, last = qualified.rpartition(".")
     if last in NON_TENSOR_TORCH_FUNCTIONS:
         return Tensorness.NOT_TENSOR

@@ -8,7 +8,15 @@
   docs/runtime-mechanisms.md, M9); the message names the input and the largest difference
   between the analytical and the numerical Jacobian, computed here because gradcheck's own
   error does not say which input is worst.
+  When it fails as a straight-through estimator or a gradient modifier does (``by_design``:
+  forward piecewise constant in the input, or returning it unchanged), the finding is AGL908
+  (info, opt-in) instead. A forward that computes in float32 is checked at float32 precision.
+- AGL909 (``by_design.nonlinearity``): backward is linear in its gradient, probed with signed
+  gradients (gradcheck's are one-hot, non-negative); run after gradcheck passes.
 - AGL902: ``gradgradcheck``, only when gradcheck passed and backward is not ``once_differentiable``.
+- AGL905: backward replayed on the same gradient values laid out non-contiguously (transposed,
+  expanded, every other element: what autograd passes after ``y.t()``, ``y.sum()``,
+  ``torch.stack``), against the contiguous ones gradcheck uses (``layouts``).
 - AGL904 (``compare_devices``): the same checks on CUDA after they passed on the CPU.
 - AGL907 (undefined_grads.py): backward with an unused output's gradient left undefined (None);
   when it fails, gradcheck (whose own undefined-gradient test would fail the same way) is skipped.
@@ -21,6 +29,7 @@ finite differences of a random function are noise.
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
@@ -28,11 +37,35 @@ from typing import Any, Callable, Optional
 import torch
 from torch.autograd.gradcheck import GradcheckError
 
+from autograd_lint.dynamic import by_design
 from autograd_lint.dynamic.autocast_check import autocast_failure
 from autograd_lint.dynamic.inputs import flatten_outputs, has_derivative  # noqa: F401 (re-exported)
+from autograd_lint.dynamic.layouts import NotReplayable, layout_differences
 from autograd_lint.dynamic.undefined_grads import undefined_gradient_failure
 
 EPS, ATOL, RTOL = 1e-6, 1e-5, 1e-3
+
+
+@dataclass(frozen=True)
+class Tolerances:
+    eps: float
+    atol: float
+    rtol: float
+
+
+PRECISE = Tolerances(EPS, ATOL, RTOL)
+# A forward that casts its float64 inputs to float32 (``x.float()``) rounds at 1e-7 relative:
+# central differences at eps=1e-6 are noise there (docs/runtime-mechanisms.md, F16), at 1e-3
+# they are not, and a wrong formula still misses by far more than 1e-2.
+FLOAT32 = Tolerances(1e-3, 1e-3, 1e-2)
+
+
+@dataclass
+class GradcheckOutcome:
+    message: str = ""  # AGL901's message when gradcheck failed
+    by_design: Optional[by_design.ByDesign] = None  # it failed, as a surrogate or modifier does (AGL908)
+    skip: str = ""  # why gradcheck cannot judge these inputs
+    tolerances: Tolerances = PRECISE
 
 
 @dataclass
@@ -103,18 +136,45 @@ def run_checks(cls: type, make_inputs: Callable[[], tuple], names: list[str],
         report.skipped.append(f"gradcheck: backward raised on every synthesized input ({guessed_backward_error}), "
                               "so a failure would not tell a bug from a wrong guess")
         return report
+    check_layouts(cls, make_inputs, report)
     if undefined:
         report.skipped.append("gradcheck: backward fails on an undefined gradient (AGL907), which gradcheck's "
                               "undefined-gradient test would only repeat")
         return report
-    failure = gradcheck_failure(cls, make_inputs, names)
+    outcome = gradcheck_outcome(cls, make_inputs, names)
+    if outcome.skip:
+        report.skipped.append(f"gradcheck: {outcome.skip}")
+        return report
     report.ran.append("gradcheck")
-    if failure:
-        report.findings.append(RuntimeFinding("AGL901", failure))
+    if outcome.by_design is not None:
+        message = outcome.by_design.message
+        nonlinear = by_design.nonlinearity(cls, make_inputs, names)
+        report.ran.append("linearity")
+        if nonlinear:
+            message += f"; {nonlinear}"
+        report.findings.append(RuntimeFinding("AGL908", message))
+        report.skipped.append("gradgradcheck: the gradient is not the derivative, by design (AGL908)")
+        return report
+    if outcome.message:
+        report.findings.append(RuntimeFinding("AGL901", outcome.message))
         report.skipped.append("gradgradcheck: gradcheck failed")
         return report
+    nonlinear = by_design.nonlinearity(cls, make_inputs, names)
+    report.ran.append("linearity")
+    if nonlinear:
+        kind = by_design.known_modifier(cls, make_inputs, differentiable_outputs(cls))
+        if kind:  # a gradient clipper over an identity forward: clipping is its purpose
+            report.findings.append(RuntimeFinding("AGL908", f"{kind} (forward {_forward_shape(kind)}): {nonlinear}"))
+        else:
+            report.findings.append(RuntimeFinding("AGL909", nonlinear))
+            report.skipped.append("gradgradcheck: backward is not linear in its gradient (AGL909)")
+            return report
     if raw_problems:  # a float32 gradient: second derivatives lose the precision gradgradcheck needs
         report.skipped.append("gradgradcheck: backward's gradients are not float64 (AGL903)")
+        return report
+    if outcome.tolerances is not PRECISE:
+        report.skipped.append("gradgradcheck: forward computes in float32, below the precision second "
+                              "derivatives need")
         return report
     if is_once_differentiable(cls):
         report.skipped.append("gradgradcheck: backward is @once_differentiable")
@@ -124,6 +184,23 @@ def run_checks(cls: type, make_inputs: Callable[[], tuple], names: list[str],
     if failure:
         report.findings.append(RuntimeFinding("AGL902", failure))
     return report
+
+
+def _forward_shape(kind: str) -> str:
+    return "returns an input unchanged" if kind == "gradient modifier" else "is piecewise constant"
+
+
+def check_layouts(cls: type, make_inputs: Callable[[], tuple], report: CheckReport) -> None:
+    """AGL905: one finding per output whose gradient, laid out as autograd may pass it, makes
+    backward return something else (kind "values") or raise (kind "raises")."""
+    try:
+        differences = layout_differences(cls, make_inputs)
+    except NotReplayable as reason:
+        report.skipped.append(f"strided gradients: {reason}")
+        return
+    report.ran.append("strided gradients")
+    for difference in differences:
+        report.findings.append(RuntimeFinding("AGL905", difference.describe(), (difference.kind,)))
 
 
 def compare_devices(cpu: CheckReport, cuda: CheckReport) -> list[RuntimeFinding]:
@@ -214,13 +291,25 @@ def raw_backward_problems(cls: type, make_inputs: Callable[[], tuple],
                                       f"the input {tuple(value.shape)}"
                                       + (" (the same sizes in another order: axes swapped)" if swapped else "")))
             blocking = True
-        if grad.dtype != value.dtype:
+        if grad.dtype != value.dtype and not _cast_back(grad, value, outputs):
             problems.append(("dtype", f"gradient for {what} is {_dtype(grad)}, the input {_dtype(value)} "
                                       "(autograd casts it silently)"))
         if grad.device != value.device:
             problems.append(("device", f"gradient for {what} is on {grad.device}, the input on {value.device}"))
             blocking = True
     return problems, blocking
+
+
+def _cast_back(grad: torch.Tensor, value: torch.Tensor, outputs: list) -> bool:
+    """A floating gradient in a dtype that forward itself cast to (``x.float()`` on a float64
+    input): autograd casts it back to the input's dtype, and no precision is lost that forward
+    had not already dropped. A complex gradient for a real input (autograd raises), or an integer
+    one (truncated), is not this."""
+    if not (grad.is_floating_point() and value.is_floating_point()):
+        return False
+    cast_to = {output.dtype for output in outputs if isinstance(output, torch.Tensor)
+               and output.is_floating_point() and output.dtype != value.dtype}
+    return grad.dtype in cast_to
 
 
 def _grad_for(output: Any) -> Any:
@@ -239,23 +328,106 @@ def _reducible(grad_shape: torch.Size, input_shape: torch.Size) -> bool:
         return False
 
 
-def gradcheck_failure(cls: type, make_inputs: Callable[[], tuple], names: list[str]) -> Optional[str]:
+def gradcheck_outcome(cls: type, make_inputs: Callable[[], tuple], names: list[str]) -> GradcheckOutcome:
     function = differentiable_outputs(cls)
+    inputs = make_inputs()
+    with torch.no_grad():
+        outputs = _as_tuple(function(*inputs))
+    tolerances = _tolerances(inputs, outputs)
+    if tolerances is None:
+        return GradcheckOutcome(skip="forward returns float16 or bfloat16 for float64 inputs: finite "
+                                     "differences cannot check it")
+    bad = _first_nonfinite(outputs)
+    if bad is not None:
+        output, element, value = bad
+        return GradcheckOutcome(skip=f"forward returns {value} at output {output} element {element} on these "
+                                     "inputs (outside its domain?), so finite differences are meaningless")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            passed = torch.autograd.gradcheck(function, make_inputs(), eps=EPS, atol=ATOL, rtol=RTOL,
-                                              fast_mode=False, raise_exception=False)
+            passed = torch.autograd.gradcheck(function, make_inputs(), eps=tolerances.eps, atol=tolerances.atol,
+                                              rtol=tolerances.rtol, fast_mode=False, raise_exception=False)
     except Exception as error:  # backward (or forward under perturbation) raised
-        return f"gradcheck raised {type(error).__name__}: {_first_line(error)}"
+        return GradcheckOutcome(f"gradcheck raised {type(error).__name__}: {_first_line(error)}",
+                                tolerances=tolerances)
     if passed:
-        return None
-    worst = jacobian_differences(function, make_inputs())
-    if not worst:
-        return "gradcheck failed (Jacobian mismatch)"
+        return GradcheckOutcome(tolerances=tolerances)
+    jacobians = jacobians_by_input(function, make_inputs(), tolerances.eps)
+    if not jacobians:
+        return GradcheckOutcome("gradcheck failed (Jacobian mismatch)", tolerances=tolerances)
+    for index, (analytical, numerical) in jacobians.items():
+        bad = _first_nonfinite((numerical,))
+        if bad is not None:
+            _, (row, column), value = bad
+            element = _unravel(column, inputs[index].shape)
+            return GradcheckOutcome(skip=f"forward gives {value} within {tolerances.eps:g} of "
+                                         f"{_input_name(index, names)} at element {element} (for output element "
+                                         f"{row}): the input is at the edge of forward's domain",
+                                    tolerances=tolerances)
+    for index, (analytical, numerical) in jacobians.items():
+        bad = _first_nonfinite((analytical,))
+        if bad is not None:
+            _, (row, column), value = bad
+            element = _unravel(column, inputs[index].shape)
+            return GradcheckOutcome(f"gradcheck failed: backward returns {value} in the gradient for "
+                                    f"{_input_name(index, names)} at element {element} (for output element "
+                                    f"{row}), where forward and its finite differences are finite",
+                                    tolerances=tolerances)
+    worst = {index: float((analytical - numerical).abs().max()) if numerical.numel() else 0.0
+             for index, (analytical, numerical) in jacobians.items()}
+    failing = {index: jacobians[index] for index, difference in worst.items()
+               if difference > tolerances.atol}
+    explained = by_design.explain_failure(cls, make_inputs, names, function, failing)
+    if explained is not None:
+        return GradcheckOutcome(by_design=explained, tolerances=tolerances)
     parts = [f"{_input_name(index, names)}: max |analytical - numerical| = {difference:.4g}"
-             for index, difference in sorted(worst.items(), key=lambda item: -item[1]) if difference > ATOL]
-    return "gradcheck failed for " + "; ".join(parts or ["an input (within tolerance per element)"])
+             for index, difference in sorted(worst.items(), key=lambda item: -item[1])
+             if difference > tolerances.atol]
+    return GradcheckOutcome("gradcheck failed for " + "; ".join(parts or ["an input (within tolerance per element)"]),
+                            tolerances=tolerances)
+
+
+def gradcheck_failure(cls: type, make_inputs: Callable[[], tuple], names: list[str]) -> Optional[str]:
+    """AGL901's message, or None (a by-design failure or an unjudgeable input is not one)."""
+    return gradcheck_outcome(cls, make_inputs, names).message or None
+
+
+def _tolerances(inputs: tuple, outputs: tuple) -> Optional[Tolerances]:
+    """PRECISE, or FLOAT32 when forward turns float64 inputs into float32 outputs; None for half."""
+    if not any(isinstance(value, torch.Tensor) and value.dtype == torch.float64 for value in inputs):
+        return PRECISE
+    dtypes = {output.dtype for output in outputs if isinstance(output, torch.Tensor) and output.is_floating_point()}
+    if dtypes & {torch.float16, torch.bfloat16}:
+        return None
+    return FLOAT32 if torch.float32 in dtypes else PRECISE
+
+
+def _first_nonfinite(tensors: tuple) -> Optional[tuple[int, Any, str]]:
+    """(tensor number, element index, "nan"/"inf"/"-inf") of the first non-finite element."""
+    for number, tensor in enumerate(tensors):
+        if not isinstance(tensor, torch.Tensor) or not (tensor.is_floating_point() or tensor.is_complex()):
+            continue
+        finite = torch.isfinite(tensor.detach())
+        if bool(finite.all()):
+            continue
+        flat = int((~finite).reshape(-1).nonzero()[0])
+        value = float(tensor.detach().reshape(-1)[flat].real) if tensor.is_complex() else \
+            float(tensor.detach().reshape(-1)[flat])
+        return number, _unravel(flat, tensor.shape), str(value)
+    return None
+
+
+def _unravel(flat: int, shape: torch.Size) -> Any:
+    index = []
+    for size in reversed(tuple(shape)):
+        index.append(flat % size)
+        flat //= size
+    index = tuple(reversed(index))
+    return index[0] if len(index) == 1 else index
+
+
+def _as_tuple(outputs: Any) -> tuple:
+    return outputs if isinstance(outputs, tuple) else (outputs,)
 
 
 def gradgradcheck_failure(cls: type, make_inputs: Callable[[], tuple]) -> Optional[str]:
@@ -265,26 +437,41 @@ def gradgradcheck_failure(cls: type, make_inputs: Callable[[], tuple]) -> Option
             torch.autograd.gradgradcheck(differentiable_outputs(cls), make_inputs(), eps=EPS, atol=ATOL,
                                          rtol=RTOL, fast_mode=False, raise_exception=True)
     except GradcheckError as error:
-        return f"gradgradcheck failed: {_first_line(error).rstrip(',')}"
+        return f"gradgradcheck failed: {_first_line(error).rstrip(',')}{_nonfinite_note(str(error))}"
     except Exception as error:
         return f"gradgradcheck raised {type(error).__name__}: {_first_line(error)}"
     return None
 
 
-def jacobian_differences(function: Callable[..., Any], inputs: tuple) -> dict[int, float]:
+def _nonfinite_note(text: str) -> str:
+    """gradcheck's error prints the numerical, then the analytical Jacobian: say which has NaN/inf."""
+    numerical, _, analytical = text.partition("analytical")
+    where = [name for name, part in (("analytical (backward's)", analytical), ("numerical", numerical))
+             if re.search(r"\b(?:nan|inf)\b", part)]
+    return f" (the {' and the '.join(where)} Jacobian has NaN or inf)" if where else ""
+
+
+def jacobian_differences(function: Callable[..., Any], inputs: tuple, eps: float = EPS) -> dict[int, float]:
     """Input index -> max |analytical - numerical| over its Jacobian (real float tensors only)."""
-    differences: dict[int, float] = {}
+    return {index: float((analytical - numerical).abs().max()) if numerical.numel() else 0.0
+            for index, (analytical, numerical) in jacobians_by_input(function, inputs, eps).items()}
+
+
+def jacobians_by_input(function: Callable[..., Any], inputs: tuple,
+                       eps: float = EPS) -> dict[int, tuple[torch.Tensor, torch.Tensor]]:
+    """Input index -> (analytical, numerical) Jacobian, (outputs, input elements), real float inputs only."""
+    jacobians: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
     for index, value in enumerate(inputs):
         if not (isinstance(value, torch.Tensor) and value.requires_grad and value.is_floating_point()):
             continue
         try:
-            numerical = _numerical_jacobian(function, inputs, index)
+            numerical = _numerical_jacobian(function, inputs, index, eps)
             analytical = _analytical_jacobian(function, inputs, index)
         except Exception:
             continue
         if numerical.shape == analytical.shape:
-            differences[index] = float((analytical - numerical).abs().max()) if numerical.numel() else 0.0
-    return differences
+            jacobians[index] = (analytical.to(torch.float64), numerical.to(torch.float64))
+    return jacobians
 
 
 def _flat_outputs(function: Callable[..., Any], inputs: tuple) -> torch.Tensor:
@@ -293,7 +480,7 @@ def _flat_outputs(function: Callable[..., Any], inputs: tuple) -> torch.Tensor:
     return torch.cat([output.detach().reshape(-1) for output in outputs]) if outputs else torch.zeros(0)
 
 
-def _numerical_jacobian(function: Callable[..., Any], inputs: tuple, index: int) -> torch.Tensor:
+def _numerical_jacobian(function: Callable[..., Any], inputs: tuple, index: int, eps: float = EPS) -> torch.Tensor:
     columns = []
     with torch.no_grad():
         base = inputs[index].detach()
@@ -301,11 +488,11 @@ def _numerical_jacobian(function: Callable[..., Any], inputs: tuple, index: int)
             shifted = []
             for sign in (1, -1):
                 perturbed = base.clone()
-                perturbed.view(-1)[element] += sign * EPS
+                perturbed.view(-1)[element] += sign * eps
                 arguments = list(inputs)
                 arguments[index] = perturbed.requires_grad_(True)
                 shifted.append(_flat_outputs(function, tuple(arguments)))
-            columns.append((shifted[0] - shifted[1]) / (2 * EPS))
+            columns.append((shifted[0] - shifted[1]) / (2 * eps))
     return torch.stack(columns, dim=1)  # (outputs, input elements)
 
 

@@ -21,6 +21,10 @@ from autograd_lint.findings import Finding
 
 # What AGL903 can find wrong in backward's raw result (dynamic/checks.py), one kind per problem.
 AGL903_KINDS = ("count", "shape", "dtype", "device", "type")
+# What AGL905 saw for a non-contiguous gradient: other gradients, or an exception.
+AGL905_KINDS = ("values", "raises")
+# The runtime codes whose findings name their kinds (``RuntimeResult.kinds``), and those kinds.
+KINDS: dict[str, tuple[str, ...]] = {"AGL903": AGL903_KINDS, "AGL905": AGL905_KINDS}
 
 
 def _explainers(runtime: str) -> frozenset[str]:
@@ -33,11 +37,18 @@ def _explainers(runtime: str) -> frozenset[str]:
 # that cannot be right (a wrong count, None, not scaled by grad_output, from the wrong or a
 # changed saved tensor, float32 meeting float64); gradgradcheck (AGL902) when backward leaves
 # autograd or writes into grad_output: the second derivative is wrong while the first is right.
+# AGL905 (a non-contiguous gradient changes backward's result) is explained by a gradient handed
+# to a kernel as it came (AGL403), or by an in-place write into the gradient (AGL301): on the
+# expanded gradient of `y.sum()` it raises, or a masked write zeroes every element at once.
 # Likewise AGL906 (autocast) by AGL603, and AGL907 (undefined gradients) by AGL306.
 EXPLAINED_BY: dict[str, frozenset[str]] = {code: _explainers(code) for code, info in RULES.items()
                                            if not info.static and code != "AGL903"}
 # AGL903 reports several problems at once; each must be explained for the finding to be merged.
-AGL903_EXPLAINED_BY: dict[str, frozenset[str]] = {kind: _explainers(f"AGL903:{kind}") for kind in AGL903_KINDS}
+# A kind is explained by the rules that name it ("AGL903:count") or the whole code.
+KIND_EXPLAINED_BY: dict[str, dict[str, frozenset[str]]] = {
+    code: {kind: _explainers(f"{code}:{kind}") | EXPLAINED_BY.get(code, frozenset()) for kind in kinds}
+    for code, kinds in KINDS.items()
+}
 
 
 @dataclass(frozen=True)
@@ -77,11 +88,10 @@ def _explaining(static: list[Finding], result: RuntimeResult) -> Optional[int]:
     same_class = [(index, finding) for index, finding in enumerate(static)
                   if finding.confirmation == "confirmed" and finding.function_class in result.class_names]
     code = result.finding.code
-    if code == "AGL903":
-        if not result.kinds:
-            return None
+    if code in KINDS and result.kinds:
+        by_kind = KIND_EXPLAINED_BY[code]
         explainers = [next((index for index, finding in same_class
-                            if finding.code in AGL903_EXPLAINED_BY.get(kind, ())), None)
+                            if finding.code in by_kind.get(kind, ())), None)
                       for kind in result.kinds]
         return None if None in explainers else min(explainers)
     return next((index for index, finding in same_class if finding.code in EXPLAINED_BY.get(code, ())), None)

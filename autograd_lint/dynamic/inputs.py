@@ -79,8 +79,15 @@ def choose_inputs(cls: type, module: Any, call_site_files: list[str], config_exa
     fallback: Optional[ChosenInputs] = None  # forward ran, backward raised: used if nothing better
     failures: list[FailedInputs] = []
     probe_backward = has_derivative(cls)
-    for candidate in _candidates(cls, module, call_site_files, config_examples, module_path, use_declared,
-                                 project_root):
+    errors: list[str] = []  # what forward raised on the guesses, for the second tries
+
+    def candidates() -> Iterator[Candidate]:
+        yield from _candidates(cls, module, call_site_files, config_examples, module_path, use_declared,
+                               project_root)
+        if fallback is None and errors:  # nothing ran: try again, led by forward's errors
+            yield from synthesis.retry_candidates(cls, errors)
+
+    for candidate in candidates():
         attempts += 1
         make = make_inputs_factory(candidate.recipe, device)
         error = forward_problem(cls, make)
@@ -105,6 +112,8 @@ def choose_inputs(cls: type, module: Any, call_site_files: list[str], config_exa
             if time.monotonic() > deadline:
                 break
             continue
+        if candidate.source == "synthesized" and len(errors) < 50:
+            errors.append(error)
         if error.startswith(FORWARD_RAISED) and len(failures) < MAX_FAILURES_KEPT \
                 and all(error != kept.error for kept in failures):
             failures.append(FailedInputs(candidate.source, candidate.detail, make, error))

@@ -1,4 +1,4 @@
-"""The ``dynamic`` argument group of the CLI: ``--dynamic``, ``--device``, ``--dynamic-timeout``."""
+"""The ``dynamic`` argument group of the CLI: ``--dynamic``, ``--device``, ``--dynamic-timeout``, ..."""
 
 from __future__ import annotations
 
@@ -23,8 +23,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="ignore @example / __autograd_lint_examples__ / config examples: see how far "
                        "inputs from call sites and signatures alone go")
     group.add_argument("--dynamic-report", metavar="FILE", default=None,
-                       help="write a JSON report per Function class (where its inputs came from, "
-                       "what ran, seconds) to FILE")
+                       help="write a JSON report per Function class (checked or why not, where its "
+                       "inputs came from, what ran, seconds) to FILE; schema: docs/dynamic-report.schema.json")
+    group.add_argument("--dynamic-require-checked", action="store_true",
+                       help="exit 1 when --dynamic could not check a Function class (no inputs, the module "
+                       "failed to import, timed out or crashed); each one is listed on stderr either way")
 
 
 def _positive_seconds(text: str) -> float:

@@ -1,10 +1,12 @@
 """The parent side of ``--dynamic``: one child process per module, answers mapped back to findings.
 
-Never imports torch or the user's code itself. Each module with a Function class is handed to
-``python -m autograd_lint.dynamic.child`` with a time limit, in a scratch directory that is also
-its TMPDIR and the home of every cache torch may write (inductor, triton), so nothing lands in
-the user's tree. A child that times out, dies on a signal or exits without an answer makes its
-module ``unverified`` with the reason; the other modules go on.
+Never imports torch or the user's code itself. Each module with a Function class gets a child
+(``child.main``), forked from the fork server where there is one, else its own interpreter
+(``processes``), with a time limit, in a scratch directory that is also its TMPDIR and the home
+of every cache torch may write (inductor, triton), so nothing lands in the user's tree. A child
+that times out, dies on a signal or exits without an answer leaves its classes not checked and
+its static findings ``unverified``, with the reason; the other modules go on. Every class that
+was not checked is listed, with why (``Outcome.unchecked``).
 """
 
 from __future__ import annotations
@@ -14,16 +16,14 @@ import json
 import os
 import re
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
 from autograd_lint.dynamic.dedupe import Merge, RuntimeResult, merge_explained, merged_line
+from autograd_lint.dynamic.processes import Ending, Job, Launcher
 from autograd_lint.dynamic.progress import module_progress
 from autograd_lint.findings import Finding
 from autograd_lint.suppression import disabled_codes, noqa_codes
@@ -42,6 +42,7 @@ class DynamicOptions:
     examples: dict = field(default_factory=dict)  # config: class key -> argument lists
     use_declared: bool = True  # False: --no-declared-examples
     show_progress: bool = True
+    require_checked: bool = False  # --dynamic-require-checked: a class not checked fails the run
 
 
 class DynamicError(Exception):
@@ -72,6 +73,7 @@ def options_from(args, config, jobs: int) -> DynamicOptions:
         timeout=args.dynamic_timeout or settings.timeout or DEFAULT_TIMEOUT, jobs=jobs,
         examples={key: [list(call) for call in calls] for key, calls in settings.examples},
         show_progress=not args.quiet, use_declared=not args.no_declared_examples,
+        require_checked=bool(args.dynamic_require_checked or settings.require_checked),
     )
 
 
@@ -83,33 +85,71 @@ class ModuleAnswer:
     classes: list[dict] = field(default_factory=list)
     confirmations: dict[int, tuple[str, str]] = field(default_factory=dict)
     failure: str = ""  # "" when the module was imported and every check finished
+    status: str = ""  # with a failure: "import-failed", "timed-out" or "crashed" (STATUSES)
+
+
+# What became of a Function class (``status`` in the report): checked, or why not.
+STATUSES = {
+    "checked": "inputs were built and at least one runtime check ran",
+    "no-inputs": "no inputs could be built (the reason says what was tried)",
+    "not-run": "inputs were built but no runtime check could run on them",
+    "import-failed": "the module failed to import (an exception, sys.exit, no torch)",
+    "timed-out": "the module's child ran past --dynamic-timeout before this class was done",
+    "crashed": "the module's child died (a signal, an exit) before this class was done",
+}
 
 
 @dataclass
 class DynamicOutcome:
     results: list  # FileResults with confirmations and the AGL9xx findings
-    functions: list[dict]  # one entry per Function class: inputs, checks, seconds
-    warnings: list[str]  # "path: unverified: reason", one per module that could not be checked
-    summary: str
+    functions: list[dict]  # one entry per Function class: status, inputs, checks, seconds (REPORT_KEYS)
+    unchecked: list[str]  # "path:line: Class: not checked: reason", one per class not checked
+    summary: dict  # the counts (summary_counts)
+    summary_line: str
+    require_checked: bool = False  # the option: a class in ``unchecked`` fails the run
+
+
+class DynamicSession:
+    """The scratch directory and the children's launcher of one run (``start_session``), made
+    before the static lint so that the fork server imports torch meanwhile; a context manager."""
+
+    def __init__(self, options: DynamicOptions) -> None:
+        self.options = options
+        self.scratch = tempfile.mkdtemp(prefix="autograd-lint-dynamic-")
+        self.environment = _child_environment(self.scratch)
+        self.launcher = Launcher(self.scratch, self.environment)
+
+    def close(self) -> None:
+        self.launcher.close()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+    def __enter__(self) -> "DynamicSession":
+        return self
+
+    def __exit__(self, *_) -> None:
+        self.close()
+
+
+def start_session(options: DynamicOptions) -> DynamicSession:
+    return DynamicSession(options)
 
 
 def run_dynamic(results: list, selection_for: Callable[[str], RuleFilter], options: DynamicOptions,
-                linted_files: Iterable[str]) -> DynamicOutcome:
+                linted_files: Iterable[str], session: Optional[DynamicSession] = None) -> DynamicOutcome:
+    """``session``: one started earlier (the CLI does, before linting), else one for this call."""
+    if session is None:
+        with start_session(options) as own:
+            return run_dynamic(results, selection_for, options, linted_files, own)
+    started = time.perf_counter()
     modules = [result for result in results if result.function_classes and not _unparsable(result)]
     call_site_files = _call_site_files(linted_files, options.root)
-    scratch = tempfile.mkdtemp(prefix="autograd-lint-dynamic-")
-    answers: dict[str, ModuleAnswer] = {}
-    try:
-        with module_progress(len(modules), options.show_progress) as progress, \
-                ThreadPoolExecutor(max_workers=max(1, min(options.jobs, len(modules) or 1))) as pool:
-            futures = {pool.submit(_run_child, result, options, call_site_files, scratch, number): result.path
-                       for number, result in enumerate(modules)}
-            for future, path in futures.items():
-                answers[path] = future.result()
-                progress.advance(path)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    return _outcome(results, answers, selection_for)
+    jobs = [_job(result, options, call_site_files, session.scratch, number) for number, result in enumerate(modules)]
+    with module_progress(len(modules), options.show_progress) as progress:
+        endings = session.launcher.run(jobs, options.jobs, lambda job: progress.advance(modules[job.id].path))
+    answers = {result.path: _answer(result.path, job, endings[job.id]) for job, result in zip(jobs, modules)}
+    outcome = _outcome(results, answers, selection_for, time.perf_counter() - started)
+    outcome.require_checked = options.require_checked
+    return outcome
 
 
 def _unparsable(result) -> bool:
@@ -176,8 +216,7 @@ def _child_environment(scratch: str) -> dict:
     return environment
 
 
-def _run_child(result, options: DynamicOptions, call_site_files: list[str], scratch: str,
-               number: int) -> ModuleAnswer:
+def _job(result, options: DynamicOptions, call_site_files: list[str], scratch: str, number: int) -> Job:
     workdir = os.path.join(scratch, f"module-{number}")
     os.makedirs(workdir)
     request_path, result_path = os.path.join(workdir, "request.json"), os.path.join(workdir, "result.json")
@@ -192,56 +231,16 @@ def _run_child(result, options: DynamicOptions, call_site_files: list[str], scra
     }
     with open(request_path, "w", encoding="utf-8") as handle:
         json.dump(request, handle)
-    failure = _spawn(request_path, result_path, workdir, options.timeout, _child_environment(scratch))
-    answer = _read_answer(result.path, result_path)
-    if failure:  # the process's fate outranks what its file says
-        answer.failure = failure
-    if failure and answer.classes and "seconds" not in answer.classes[-1]:
+    return Job(number, request_path, result_path, workdir, options.timeout)
+
+
+def _answer(path: str, job: Job, ending: Ending) -> ModuleAnswer:
+    answer = _read_answer(path, job.result)
+    if ending.status:  # the process's fate outranks what its file says
+        answer.failure, answer.status = ending.reason, ending.status
+    if ending.status and answer.classes and "seconds" not in answer.classes[-1]:
         answer.failure += f" (while checking {answer.classes[-1]['qualname']})"
     return answer
-
-
-def _spawn(request_path: str, result_path: str, workdir: str, timeout: float, environment: dict) -> str:
-    """Run the child; "" when it finished, else why not (as the user should read it)."""
-    command = [sys.executable, "-m", "autograd_lint.dynamic.child", request_path, result_path]
-    posix = os.name == "posix"
-    process = subprocess.Popen(command, cwd=workdir, env=environment, stdin=subprocess.DEVNULL,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               start_new_session=posix)
-    try:
-        _, stderr = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill(process, posix)
-        process.communicate()
-        return f"timed out after {timeout:g} s"
-    code = process.returncode
-    if code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        return f"the module crashed the interpreter ({name})"
-    if code != 0:
-        last = _last_line(stderr)
-        return f"the interpreter exited with status {code}" + (f": {last}" if last else "")
-    if not os.path.exists(result_path):
-        return "the child process gave no answer"
-    return ""
-
-
-def _kill(process: subprocess.Popen, posix: bool) -> None:
-    try:
-        if posix:
-            os.killpg(process.pid, signal.SIGKILL)  # the child and anything the module started
-        else:
-            process.kill()
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _last_line(stderr: Optional[bytes]) -> str:
-    lines = (stderr or b"").decode("utf-8", "replace").strip().splitlines()
-    return lines[-1][:300] if lines else ""
 
 
 def _read_answer(path: str, result_path: str) -> ModuleAnswer:
@@ -252,21 +251,20 @@ def _read_answer(path: str, result_path: str) -> ModuleAnswer:
     except (OSError, ValueError):
         return answer
     if data.get("import") != "ok":
-        answer.failure = data.get("reason") or "failed to import"
+        answer.failure, answer.status = data.get("reason") or "failed to import", "import-failed"
         return answer
     answer.classes = data.get("classes", [])
     answer.confirmations = {int(index): (value[0], value[1]) for index, value in data.get("confirmations", {}).items()}
     if not data.get("done"):
-        answer.failure = "the check did not finish"
+        answer.failure, answer.status = "the check did not finish", "crashed"
     return answer
 
 
-def _outcome(results: list, answers: dict[str, ModuleAnswer], selection_for: Callable[[str], RuleFilter]) -> DynamicOutcome:
-    updated, functions, warnings = [], [], []
+def _outcome(results: list, answers: dict[str, ModuleAnswer], selection_for: Callable[[str], RuleFilter],
+             seconds: float) -> DynamicOutcome:
+    updated, functions = [], []
     for result in results:
         answer = answers.get(result.path)
-        if answer is not None and answer.failure:
-            warnings.append(f"{result.path}: unverified: {answer.failure}")
         findings = [_confirmed(finding, index, answer, result) for index, finding in enumerate(result.findings)]
         if answer is not None:
             runtime = _runtime_findings(result.path, answer, selection_for(result.path))
@@ -274,7 +272,15 @@ def _outcome(results: list, answers: dict[str, ModuleAnswer], selection_for: Cal
             findings += kept
             functions += _function_entries(result, answer, merges)
         updated.append(replace(result, findings=findings))
-    return DynamicOutcome(updated, functions, warnings, summary_line(functions, updated))
+    unchecked = [_unchecked_line(entry) for entry in functions if entry["status"] != "checked"]
+    counts = summary_counts(functions, updated, len(answers), seconds)
+    return DynamicOutcome(updated, functions, unchecked, counts, summary_line(counts))
+
+
+def _unchecked_line(entry: dict) -> str:
+    where = f"{entry['path']}:{entry['line']}" if entry["line"] else entry["path"]
+    name = entry["function_class"] or "a Function class"
+    return f"{where}: {name}: not checked: {entry['reason']}"
 
 
 def _confirmed(finding: Finding, index: int, answer: Optional[ModuleAnswer], result) -> Finding:
@@ -286,6 +292,14 @@ def _confirmed(finding: Finding, index: int, answer: Optional[ModuleAnswer], res
         confirmation, evidence = answer.confirmations[index]
         return replace(finding, confirmation=confirmation, evidence=evidence)
     return replace(finding, confirmation="unverified", evidence=answer.failure or "not checked")
+
+
+# What to do about a runtime finding, where the check's own message does not say it.
+FIX_HINTS = {
+    "AGL902": ("; if backward is not meant to be differentiated again, mark it @once_differentiable "
+               "(torch.autograd.function), otherwise build it from differentiable torch ops (no .detach(), "
+               ".data, numpy or torch.no_grad())"),
+}
 
 
 def _runtime_findings(path: str, answer: ModuleAnswer, selection: RuleFilter) -> list[RuntimeResult]:
@@ -304,9 +318,10 @@ def _runtime_findings(path: str, answer: ModuleAnswer, selection: RuleFilter) ->
             inputs = entry.get("inputs") or {}
             finding = Finding(
                 path=path, line=entry["line"], column=entry["column"], code=code,
-                message=f"{entry['qualname']}: {runtime['message']}",
-                function_class=entry["name"], confirmation="confirmed", level=runtime.get("level", ""),
-                evidence=f"with {inputs.get('source', '?')} inputs {inputs.get('detail', '')}".strip(),
+                message=f"{entry['qualname']}: {runtime['message']}{FIX_HINTS.get(code, '')}",
+                # No confirmation: that word is for static findings. The evidence says what it ran on.
+                function_class=entry["name"], level=runtime.get("level", ""),
+                evidence=f"ran on {inputs.get('source', '?')} inputs {inputs.get('detail', '')}".strip(),
             )
             found.append(RuntimeResult(finding, runtime["message"], frozenset({entry["name"], entry["qualname"]}),
                                        tuple(runtime.get("kinds", ()))))
@@ -321,50 +336,134 @@ def _lines(path: str) -> list[str]:
         return []
 
 
+# Every entry of the report's "functions" has these keys, in this order (docs/dynamic-report.schema.json).
+REPORT_KEYS = ("path", "function_class", "line", "status", "reason", "inputs", "ran", "skipped",
+               "runtime_findings", "merged", "inputs_seconds", "check_seconds", "seconds")
+
+
 def _function_entries(result, answer: ModuleAnswer, merges: list[Merge]) -> list[dict]:
     if answer.failure and not answer.classes:
-        # The module never got as far as listing its classes: count the static ones as unverified.
-        return [{"path": result.path, "function_class": None, "line": None, "inputs": None,
-                 "reason": answer.failure} for _ in range(result.function_classes)]
+        # The module never got as far as listing its classes: name them from the source.
+        names = static_function_classes(result.path)
+        if len(names) != result.function_classes:
+            names = [(None, None)] * result.function_classes
+        return [_entry(result.path, name, line, answer.status or "crashed", answer.failure) for name, line in names]
     entries = []
     for entry in answer.classes:
-        finished = "seconds" in entry
-        entries.append({
-            "path": result.path, "function_class": entry["qualname"], "line": entry["line"],
-            "inputs": entry.get("inputs"),
-            "reason": entry.get("reason") or ("" if finished else answer.failure),
-            "ran": entry.get("ran", []), "skipped": entry.get("skipped", []),
-            "runtime_findings": [f["code"] for f in entry.get("runtime_findings", [])],
+        status, reason = _class_status(entry, answer)
+        entries.append(_entry(
+            result.path, entry["qualname"], entry["line"], status, reason,
+            inputs=entry.get("inputs"), ran=entry.get("ran", []), skipped=entry.get("skipped", []),
+            runtime_findings=[f["code"] for f in entry.get("runtime_findings", [])],
             # runtime findings not reported on their own: the confirmed static finding explains them
-            "merged": [merged_line(merge) for merge in merges
-                       if merge.runtime.line == entry["line"] and merge.runtime.function_class == entry["name"]],
-            "inputs_seconds": entry.get("inputs_seconds"), "check_seconds": entry.get("check_seconds"),
-            "seconds": entry.get("seconds"),
-        })
+            merged=[merged_line(merge) for merge in merges
+                    if merge.runtime.line == entry["line"] and merge.runtime.function_class == entry["name"]],
+            inputs_seconds=entry.get("inputs_seconds"), check_seconds=entry.get("check_seconds"),
+            seconds=entry.get("seconds")))
     return entries
 
 
+def _entry(path: str, name: Optional[str], line: Optional[int], status: str, reason: str, **details) -> dict:
+    entry = {"path": path, "function_class": name, "line": line, "status": status, "reason": reason,
+             "inputs": None, "ran": [], "skipped": [], "runtime_findings": [], "merged": [],
+             "inputs_seconds": None, "check_seconds": None, "seconds": None}
+    entry.update(details)
+    return entry
+
+
+def _class_status(entry: dict, answer: ModuleAnswer) -> tuple[str, str]:
+    if "seconds" not in entry:  # the child ended while on this class
+        return answer.status or "crashed", answer.failure or "the check did not finish"
+    if not entry.get("inputs"):
+        return "no-inputs", entry.get("reason") or "could not build inputs"
+    if not entry.get("ran"):
+        return "not-run", "; ".join(entry.get("skipped") or ()) or "no runtime check ran"
+    return "checked", ""
+
+
+def static_function_classes(path: str) -> list[tuple[str, int]]:
+    """(qualified name, line) of the classes in ``path`` that subclass ``...Function`` (or such a
+    class of the same file), in source order: the names of a module whose child never listed
+    them. The caller checks the count against the static analysis's."""
+    text = _read(path)
+    try:
+        tree = ast.parse(text or "")
+    except (SyntaxError, ValueError):
+        return []
+    classes: list[tuple[str, str, int, list[str]]] = []  # (name, qualname, line, base names)
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                qualname = f"{prefix}{child.name}"
+                bases = [ast.unparse(base).rsplit(".", 1)[-1] for base in child.bases]
+                classes.append((child.name, qualname, child.lineno, bases))
+                visit(child, qualname + ".")
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                visit(child, f"{prefix}{child.name}.<locals>.")
+            else:
+                visit(child, prefix)
+
+    visit(tree, "")
+    functions = {"Function"}
+    changed = True
+    while changed:  # subclasses of this file's Function classes are Function classes too
+        changed = False
+        for name, _, _, bases in classes:
+            if name not in functions and functions.intersection(bases):
+                functions.add(name)
+                changed = True
+    return sorted(((qualname, line) for name, qualname, line, bases in classes if functions.intersection(bases)),
+                  key=lambda item: item[1])
+
+
 SOURCE_WORDS = (("declared", "declared"), ("call-site", "call sites"), ("synthesized", "synthesized"))
+CONFIRMATIONS = ("confirmed", "not-reproduced", "unverified")
 
 
-def summary_line(functions: list[dict], results: list) -> str:
-    total = len(functions)
-    built = [entry for entry in functions if entry.get("inputs")]
-    rate = f"{round(100 * len(built) / total)}%" if total else "n/a"
-    sources = ", ".join(f"{sum(1 for e in built if e['inputs']['source'] == source)} {words}"
-                        for source, words in SOURCE_WORDS)
+def summary_counts(functions: list[dict], results: list, modules: int, seconds: float) -> dict:
+    """The report's ``summary``: counts only (docs/dynamic-report.schema.json)."""
     static = [f for result in results for f in result.findings if not f.code.startswith("AGL9")]
-    counts = ", ".join(f"{sum(1 for f in static if f.confirmation == c)} {c}"
-                       for c in ("confirmed", "not-reproduced", "unverified"))
-    runtime = sum(1 for result in results for f in result.findings if f.code.startswith("AGL9"))
-    merged = sum(len(entry.get("merged", ())) for entry in functions)
+    return {
+        "modules": modules,
+        "function_classes": len(functions),
+        "checked": sum(1 for entry in functions if entry["status"] == "checked"),
+        "not_checked": {status: sum(1 for entry in functions if entry["status"] == status)
+                        for status in STATUSES if status != "checked"},
+        "inputs": {source: sum(1 for entry in functions if (entry["inputs"] or {}).get("source") == source)
+                   for source, _ in SOURCE_WORDS},
+        "static_findings": {confirmation: sum(1 for f in static if f.confirmation == confirmation)
+                            for confirmation in CONFIRMATIONS},
+        "runtime_findings": sum(1 for result in results for f in result.findings if f.code.startswith("AGL9")),
+        "merged": sum(len(entry["merged"]) for entry in functions),
+        "seconds": round(seconds, 3),
+    }
+
+
+def summary_line(counts: dict) -> str:
+    total = counts["function_classes"]
+    built = sum(counts["inputs"].values())
+    rate = f"{round(100 * built / total)}%" if total else "n/a"
+    not_checked = sum(counts["not_checked"].values())
+    why = ", ".join(f"{number} {status}" for status, number in counts["not_checked"].items() if number)
+    checked = f"{counts['checked']} checked" + (f", {not_checked} not checked ({why}; listed above)"
+                                                 if not_checked else "")
+    sources = ", ".join(f"{counts['inputs'][source]} {words}" for source, words in SOURCE_WORDS)
+    confirmations = ", ".join(f"{number} {word}" for word, number in counts["static_findings"].items())
+    merged = counts["merged"]
     merged_words = f" (and {merged} merged into the static findings that explain them)" if merged else ""
-    return (f"dynamic: {total} Function class{'es' * (total != 1)}, inputs built for {len(built)} ({rate}): "
-            f"{sources}; findings: {counts}; runtime findings (AGL9xx): {runtime}{merged_words}")
+    return (f"dynamic: {total} Function class{'es' * (total != 1)}: {checked}; inputs built for {built} ({rate}): "
+            f"{sources}; static findings: {confirmations}; runtime findings (AGL9xx): "
+            f"{counts['runtime_findings']}{merged_words}; {counts['seconds']:.1f} s")
 
 
 def write_report(path: str, outcome: DynamicOutcome) -> None:
-    """``--dynamic-report FILE``: the per-Function entries and the summary line, as JSON."""
+    """``--dynamic-report FILE``: the per-Function entries and the summary counts, as JSON
+    (docs/dynamic-report.schema.json)."""
     with open(path, "w", encoding="utf-8") as handle:
-        json.dump({"functions": outcome.functions, "summary": outcome.summary}, handle, indent=2)
+        json.dump({"version": REPORT_VERSION, "functions": outcome.functions, "summary": outcome.summary},
+                  handle, indent=2)
         handle.write("\n")
+
+
+REPORT_VERSION = 1

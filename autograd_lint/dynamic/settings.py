@@ -3,6 +3,7 @@
     [tool.autograd-lint.dynamic]
     timeout = 30          # seconds per module
     device = "cpu"        # cpu | cuda | auto
+    require-checked = true  # a Function class --dynamic could not check fails the run (exit 1)
 
     [tool.autograd-lint.dynamic.examples]
     # class name (or "path/to/file.py:ClassName") -> a list of argument lists for ClassName.apply;
@@ -20,7 +21,7 @@ from typing import Any, Optional
 from autograd_lint.examples import TensorSpec, tensor
 
 DEVICES = ("cpu", "cuda", "auto")
-KNOWN_KEYS = ("timeout", "device", "examples")
+KNOWN_KEYS = ("timeout", "device", "examples", "require-checked")
 
 
 class SettingsError(ValueError):
@@ -33,6 +34,7 @@ class DynamicSettings:
     device: Optional[str] = None
     # (class key, argument lists) with the values as written (JSON-compatible), checked here
     examples: tuple[tuple[str, tuple[tuple[Any, ...], ...]], ...] = ()
+    require_checked: bool = False
 
 
 def parse_dynamic_table(table: Any, where: str) -> tuple[DynamicSettings, list[str]]:
@@ -48,6 +50,9 @@ def parse_dynamic_table(table: Any, where: str) -> tuple[DynamicSettings, list[s
     device = table.get("device")
     if device is not None and device not in DEVICES:
         raise SettingsError(f"{where}: device must be one of {', '.join(DEVICES)}; got {device!r}")
+    require_checked = table.get("require-checked", False)
+    if not isinstance(require_checked, bool):
+        raise SettingsError(f"{where}: require-checked must be true or false; got {require_checked!r}")
     examples = table.get("examples", {})
     if not isinstance(examples, dict):
         raise SettingsError(f'{where}: examples must be a table, like MyFn = [["tensor(3, 4)", 0.5]]')
@@ -60,7 +65,7 @@ def parse_dynamic_table(table: Any, where: str) -> tuple[DynamicSettings, list[s
             for value in call:
                 from_config_value(value, f"{where}.examples.{key}")  # raises on a bad tensor spec
         checked.append((key, tuple(tuple(call) for call in calls)))
-    return DynamicSettings(float(timeout) if timeout else None, device, tuple(checked)), warnings
+    return DynamicSettings(float(timeout) if timeout else None, device, tuple(checked), require_checked), warnings
 
 
 def from_config_value(value: Any, where: str = "examples") -> Any:

@@ -11,6 +11,12 @@ Every dimension of a plan's shapes has its own size, (2, 3, 4, 5) rather than (2
 square input a backward that swaps height and width returns a gradient of the right shape and
 passes gradcheck. Square plans come last, for the forwards that need them (a matrix inverse, an
 ``assert h == w``); call sites and declared examples keep their own shapes.
+
+When no plan works, ``retry_candidates`` reads forward's errors: a parameter guessed as a tensor
+that is really a size (``must be tuple of ints, not Tensor``), a callable (``'Tensor' object is
+not callable``) or an optional object is tried as an int, a tuple of ints, a small callable and
+None in turn; a forward that wants a particular last dimension (a Lie group's 3 to 8) gets
+plans over it.
 """
 
 from __future__ import annotations
@@ -123,7 +129,9 @@ def classify(parameter: inspect.Parameter) -> Optional[list[Slot]]:
         return [Slot(name, "value", (0.5,))]
     if annotation in ("bool", "builtins.bool"):
         return [Slot(name, "value", (False, True))]
-    if annotation in ("str", "builtins.str") or CALLABLE_NAMES.match(lower) or "callable" in annotation:
+    if CALLABLE_NAMES.match(lower) or "callable" in annotation:
+        return [Slot(name, "value", (_identity,))]
+    if annotation in ("str", "builtins.str"):
         return None
     if lower in INDEX_NAMES:
         return [Slot(name, INDEX)]
@@ -197,8 +205,7 @@ def candidates(cls: type) -> Iterator[Candidate]:
 def _candidates_for(slots: list[Slot]) -> Iterator[Candidate]:
     float_names = [slot.name for slot in slots if slot.kind == FLOAT]
     has_index = any(slot.kind == INDEX for slot in slots)
-    value_choices = list(itertools.islice(
-        itertools.product(*[slot.values for slot in slots if slot.kind == "value"]), MAX_VALUE_COMBINATIONS))
+    value_choices = _value_choices(slots)
     for plan in plans(float_names, has_index) if float_names else [Plan("no float tensor", lambda i, n: ())]:
         for values in value_choices:
             for low, high in VALUE_RANGES:
@@ -242,3 +249,75 @@ def _recipe(arguments: list) -> Callable[[], tuple]:
     frozen = tuple(arguments)
     return lambda: frozen
 
+
+
+# --- second tries, from forward's errors ---------------------------------------------------------
+
+MAX_RETRIED_SLOTS = 4
+
+
+class _Identity:
+    """The small callable tried for a parameter that forward calls (shown as ``identity``)."""
+
+    def __call__(self, *arguments: Any, **keywords: Any) -> Any:
+        return arguments[0] if arguments else None
+
+    def __repr__(self) -> str:
+        return "identity"
+
+
+_identity = _Identity()
+
+
+# Error text -> what the parameter guessed as a tensor should be instead, most likely first.
+_WANTS = (
+    (re.compile(r"not callable|is not a callable|callable"), (_identity,)),
+    (re.compile(r"tuple of ints|sequence of ints|Expected a value of type 'List\[int\]'|size must be|"
+                r"argument 'size'|argument 'shape'|argument 'dims?'"), ((3, 4), (-1,), 2)),
+    (re.compile(r"an integer|of type 'int'|must be int|'int'|only integer|cannot be interpreted as an integer|"
+                r"range\(\)|slice indices"), (2, (3, 4))),
+)
+_ANY_VALUE = (2, (3, 4), (-1,), None, _identity)
+_SHAPE_TROUBLE = re.compile(r"size|shape|dimension|dim |must match|broadcast|expected .* last", re.IGNORECASE)
+LAST_DIMENSIONS = (3, 4, 6, 7, 8)
+
+
+def retry_candidates(cls: type, errors: list[str]) -> Iterator[Candidate]:
+    """Second tries once every plan failed, chosen from forward's ``errors``."""
+    parameters = forward_parameters(cls)
+    if parameters is None:
+        return
+    slots: list[Slot] = []
+    for parameter in parameters:
+        classified = classify(parameter)
+        if classified is None:
+            return
+        slots.extend(classified)
+    text = " ".join(errors)
+    values = next((wanted for pattern, wanted in _WANTS if pattern.search(text)), _ANY_VALUE)
+    values = values + tuple(value for value in _ANY_VALUE if value not in values)
+    guessed = [index for index, slot in enumerate(slots) if slot.kind == FLOAT and _guessed_tensor(parameters, slot)]
+    floats = sum(slot.kind == FLOAT for slot in slots)
+    for index in guessed[:MAX_RETRIED_SLOTS] if floats > 1 else ():  # a tensor must be left to check
+        for value in values:
+            changed = list(slots)
+            changed[index] = Slot(slots[index].name, "value", (value,))
+            yield from itertools.islice(_candidates_for(changed), 6)  # the first plans, both value ranges
+    if _SHAPE_TROUBLE.search(text) and any(slot.kind == FLOAT for slot in slots):
+        for last in LAST_DIMENSIONS:
+            plan = Plan(f"last dimension {last}", lambda i, n, last=last: (2, last))
+            for low, high in VALUE_RANGES:
+                specs, detail = _arguments(slots, plan, next(iter(_value_choices(slots)), ()), low, high)
+                yield Candidate("synthesized", f"{plan.name}: {detail}", _recipe(specs))
+
+
+def _guessed_tensor(parameters: list[inspect.Parameter], slot: Slot) -> bool:
+    """A float tensor by default only (no annotation says so, the name is not a weight's)."""
+    parameter = next((p for p in parameters if p.name == slot.name), None)
+    return parameter is not None and "tensor" not in _annotation_text(parameter.annotation) \
+        and parameter.name.lower() not in WEIGHT_NAMES | BIAS_NAMES
+
+
+def _value_choices(slots: list[Slot]) -> list[tuple]:
+    return list(itertools.islice(
+        itertools.product(*[slot.values for slot in slots if slot.kind == "value"]), MAX_VALUE_COMBINATIONS))

@@ -55,7 +55,9 @@ def fix(context: FixContext, finding: Finding) -> Optional[Fix]:
 
 def _gradcheck_in_ast(context: FixContext, finding: Finding):
     """The ``ast`` gradcheck call at the finding, and its enclosing function (or the module)."""
-    tree = ast.parse(context.text)
+    tree = context.tree  # the file's own (newer syntax included: analysis/newer_syntax.py)
+    if tree is None:
+        return None
     scopes = [tree] + [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     found = None
     for scope in scopes:

@@ -120,7 +120,7 @@ def _result(finding: "Finding", rule_index: int) -> dict:
             "region": region(finding),
         }}],
     }
-    if finding.confirmation is not None:  # --dynamic ran: what it found at runtime
+    if finding.confirmation is not None or finding.evidence is not None:  # --dynamic ran: what it found at runtime
         result["properties"] = {"confirmation": finding.confirmation, "evidence": finding.evidence}
     if finding.function_class:
         # Where in the code, by name: SARIF viewers group by it; GitHub ignores it.

@@ -29,10 +29,11 @@ def write(run: "LintRun", out: TextIO, color: bool) -> None:
 
 
 def confirmation_suffix(finding: "Finding") -> str:
-    """`` [confirmed: evidence]`` after a finding that --dynamic looked at; nothing otherwise."""
-    if finding.confirmation is None:
-        return ""
+    """After a finding that --dynamic looked at: `` [confirmed: evidence]`` for a static finding,
+    `` [ran on ... inputs ...]`` for a runtime one (which has no confirmation); nothing otherwise."""
     evidence = " ".join((finding.evidence or "").split())  # one line per finding, always
+    if finding.confirmation is None:
+        return f" [{evidence}]" if evidence else ""
     return f" [{finding.confirmation}: {evidence}]" if evidence else f" [{finding.confirmation}]"
 
 
@@ -40,9 +41,15 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
-def summary_line(run: "LintRun") -> str:
+def summary_line(run: "LintRun", not_checked: tuple[int, int] = (0, 0)) -> str:
+    """``not_checked``: (classes --dynamic could not check, classes it saw); "All checks passed"
+    is not said of a run that left some out."""
     checked = _plural(len(run.results), "file")
     findings = run.findings
+    if not findings and not_checked[0]:
+        return (f"No findings, but --dynamic could not check {not_checked[0]} of "
+                f"{not_checked[1]} Function class{'' if not_checked[1] == 1 else 'es'} (listed above; "
+                f"{checked} checked).")
     if not findings:
         return f"All checks passed ({checked} checked)."
     return (

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Iterator, Optional
-
-import libcst as cst
+from typing import Iterator
 
 from autograd_lint.analysis.module import ModuleAnalysis
-from autograd_lint.analysis.syntax import is_ctx_attr
 from autograd_lint.analysis.tensorness import Tensorness
 from autograd_lint.findings import Finding
 from autograd_lint.rules._inplace import input_writes
@@ -20,7 +17,7 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
         forward = model.own("forward")
         if forward is None or not model.known_inputs:
             continue
-        dirty = _marked_dirty(model)
+        dirty = model.marked_dirty
         if dirty is None:
             continue  # mark_dirty with something we cannot read: trust it
         # Only inputs known to be tensors: `n += 1` on a plain number is no in-place write.
@@ -37,16 +34,3 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
                 f"autograd does not know the input changed and later gradients are silently wrong",
             )
 
-
-def _marked_dirty(model) -> Optional[set[str]]:
-    names: set[str] = set()
-    for method in model.forward_methods:
-        for node in method.nodes:
-            if isinstance(node, cst.Call) and is_ctx_attr(node.func, model.ctx_names(method), "mark_dirty"):
-                if method.name == "setup_context":
-                    return None  # new style: names there are unpacked from `inputs`
-                for arg in node.args:
-                    if arg.star or not isinstance(arg.value, cst.Name):
-                        return None
-                    names.add(arg.value.value)
-    return names

@@ -18,13 +18,14 @@ from typing import Callable
 
 from autograd_lint.catalogue import RULES, RuleInfo
 from autograd_lint.dynamic.confirmers import (
-    backward_values, calling, ctx_state, double_backward, inplace, transforms,
+    backward_values, calling, ctx_state, double_backward, inplace, strided, transforms,
 )
 from autograd_lint.dynamic.confirmers.probe import Result, Subject
 
 Confirmer = Callable[[Subject], Result]
 
-_GROUPS: tuple[ModuleType, ...] = (backward_values, calling, ctx_state, double_backward, inplace, transforms)
+_GROUPS: tuple[ModuleType, ...] = (backward_values, calling, ctx_state, double_backward, inplace, strided,
+                                   transforms)
 
 
 def _confirmer(info: RuleInfo) -> Confirmer:

@@ -1,5 +1,6 @@
 """What backward returns: how many values (AGL101/102), whether they are real gradients
-(AGL107/108), computed when not needed (AGL401), or made in the wrong dtype/device (AGL402).
+(AGL107/108), computed when not needed (AGL401), or made in the wrong dtype/device (AGL402), or
+missing for an input the outputs depend on (AGL308).
 
 Most of these call the user's backward directly (``ctx.apply(*grads)`` under no_grad:
 docs/runtime-mechanisms.md, M3): its raw return value is what the rule is about, before autograd
@@ -14,7 +15,7 @@ import re
 import torch
 
 from autograd_lint.dynamic.confirmers.probe import (
-    Applied, Result, Subject, Unverifiable, apply, as_gradients, backward_error, call_backward,
+    CONFIRMED, Applied, Result, Subject, Unverifiable, apply, as_gradients, backward_error, call_backward,
     confirmed, describe_error, describe_tensor, fresh_inputs, not_reproduced, output_grads,
 )
 
@@ -207,3 +208,75 @@ def _same(first: tuple, second: tuple) -> bool:
         elif (a is None) != (b is None):
             return False
     return len(first) == len(second)
+
+
+def gradient_dropped(subject: Subject) -> Result:
+    """AGL308: backward's raw value is None for the input (``ctx.needs_input_grad[i]`` in the
+    finding names it; without it, every floating input) while central differences show the
+    outputs change with that input: its true gradient is not zero, and it silently gets none."""
+    template = fresh_inputs(subject)
+    match = re.search(r"needs_input_grad\[(\d+)\]", subject.finding.get("message") or "")
+    positions = [int(match.group(1))] if match else [i for i, v in enumerate(template) if _floating(v)]
+    positions = [i for i in positions if i < len(template) and _floating(template[i])]
+    if not positions:
+        raise Unverifiable("the input the finding names is not a floating tensor on this example")
+    outcomes = []
+    for position in positions:
+        result = _dropped(subject, template, position)
+        if result[0] == CONFIRMED:
+            return result
+        outcomes.append(result)
+    return outcomes[0]
+
+
+def _dropped(subject: Subject, template: tuple, position: int) -> Result:
+    applied = apply(subject, _with_grad(template, position))
+    gradients = as_gradients(_raw_backward(applied, output_grads(applied)))
+    if position < len(gradients) and gradients[position] is not None:
+        return not_reproduced(f"backward returned a gradient for input {position}: {_show(gradients)}")
+    differentiable = [i for i, out in enumerate(applied.outputs)
+                      if isinstance(out, torch.Tensor) and out.requires_grad and out.is_floating_point()]
+    if not differentiable:
+        raise Unverifiable("no output requires grad on this example")
+    slope = _directional_derivative(subject, position, differentiable)
+    if slope is None:
+        raise Unverifiable("the outputs could not be evaluated at perturbed inputs")
+    if slope <= 1e-6:
+        return not_reproduced(f"backward returns None for input {position}, and the outputs do not change "
+                              f"with it (central-difference slope {slope:.3g}): None is its true gradient")
+    return confirmed(f"backward returned None for input {position}, but the outputs change with it: "
+                     f"a central difference along a random direction gives a slope of norm {slope:.3g}; "
+                     f"input {position}.grad stays None and it never trains")
+
+
+def _floating(value) -> bool:
+    return isinstance(value, torch.Tensor) and value.is_floating_point()
+
+
+def _with_grad(inputs: tuple, position: int) -> tuple:
+    value = inputs[position].detach().clone().requires_grad_(True)
+    return inputs[:position] + (value,) + inputs[position + 1:]
+
+
+def _directional_derivative(subject: Subject, position: int, outputs: list[int]):
+    """The norm of d outputs / d t at t=0 for input + t * v (v random, unit norm), by central
+    differences on fresh inputs; None when forward fails at a perturbed point."""
+    base = fresh_inputs(subject)[position].detach()
+    generator = torch.Generator().manual_seed(0)
+    direction = torch.randn(base.shape, generator=generator, dtype=torch.float64).to(base.dtype)
+    direction = direction / direction.norm().clamp_min(1e-12)
+    step = 1e-6 if base.dtype == torch.float64 else 1e-2
+    values = []
+    for sign in (1, -1):
+        inputs = fresh_inputs(subject)
+        perturbed = (base + sign * step * direction).requires_grad_(inputs[position].requires_grad)
+        inputs = inputs[:position] + (perturbed,) + inputs[position + 1:]
+        try:
+            with torch.no_grad():
+                output = subject.function_class.apply(*inputs)
+        except Exception:  # noqa: BLE001 - the user's forward can raise anything
+            return None
+        output = output if isinstance(output, tuple) else (output,)
+        values.append([output[i].detach().double() for i in outputs])
+    slopes = [((plus - minus) / (2 * step)).norm().item() for plus, minus in zip(*values)]
+    return max(slopes) if slopes else 0.0

@@ -157,3 +157,43 @@ def _shares_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
         return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr() and a.numel() > 0
     except Exception:  # noqa: BLE001 - sparse/meta tensors have no plain storage
         return False
+
+
+_CUSTOM_VIEW_ERROR = ("is a view and is being modified inplace", "created inside a custom Function",
+                      "function that returns multiple views")
+
+
+def input_returned_without_mark_dirty(subject: Subject) -> Result:
+    """AGL307: an output that is a view of an input (``out._base`` is the input,
+    docs/runtime-mechanisms.md, F17), written in place on a fresh call: PyTorch's view+inplace
+    error for custom Functions confirms."""
+    applied = apply(subject)
+    applied.require_ctx()
+    views = [index for index, output in enumerate(applied.outputs)
+             if isinstance(output, torch.Tensor) and _view_of_input(output, applied.inputs)]
+    if not views:
+        return not_reproduced("no output of apply(...) is a view of an input (the outputs are new tensors "
+                              "or detached aliases)")
+    for index in views:
+        fresh = apply(subject)
+        output = fresh.outputs[index]
+        try:
+            with torch.enable_grad():
+                output.add_(0)
+        except RuntimeError as error:
+            if any(part in str(error) for part in _CUSTOM_VIEW_ERROR):
+                return confirmed(f"output {index} is a view of an input; output.add_(0) raised "
+                                 f"{describe_error(error)}")
+            raise Unverifiable(f"output.add_(0) raised {describe_error(error)}") from error
+    return not_reproduced(f"output(s) {', '.join(map(str, views))} are views of inputs, but an in-place "
+                          f"add_(0) on each ran without error")
+
+
+def _view_of_input(output: torch.Tensor, inputs: tuple) -> bool:
+    if not output._is_view():
+        return False
+    base = output._base
+    for value in inputs:
+        if isinstance(value, torch.Tensor) and (base is value or (value._is_view() and base is value._base)):
+            return True
+    return False

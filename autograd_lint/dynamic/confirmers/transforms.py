@@ -1,5 +1,6 @@
 """torch.func, autocast and undefined gradients: vmap (AGL601), forward-mode AD (AGL602), the
-autocast decorators (AGL603), gradients left None by ``set_materialize_grads(False)`` (AGL306)."""
+autocast decorators (AGL603), a forward that takes ctx (AGL605), a tensor captured from an
+enclosing function (AGL606), gradients left None by ``set_materialize_grads(False)`` (AGL306)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import torch
 
 from autograd_lint.dynamic.autocast_check import autocast_failure, plain_run_error
 from autograd_lint.dynamic.confirmers.probe import (
-    Result, Subject, Unverifiable, apply, confirmed, describe_error, fresh_inputs,
-    not_reproduced, output_grads, patched,
+    Result, Subject, Unverifiable, apply, confirmed, describe_error, describe_tensor, describe_value,
+    fresh_inputs, not_reproduced, output_grads, patched,
 )
 
 _VMAP_CONFLICT = "generate_vmap_rule=True and an overridden vmap"
@@ -67,6 +68,78 @@ def jvp_without_save_for_forward(subject: Subject) -> Result:
         return confirmed(f"ctx.saved_tensors was () in {subject.name}.jvp under torch.func.jvp")
     return not_reproduced(f"torch.func.jvp over {subject.name} ran, with {seen[0] if seen else 0} saved tensor(s) "
                           "in jvp")
+
+
+_NEEDS_SETUP_CONTEXT = "it must override the setup_context"
+
+
+def forward_takes_ctx(subject: Subject) -> Result:
+    """AGL605: ``torch.func.vjp`` over the Function (its floating-point tensor inputs the primals)
+    raises PyTorch's RuntimeError asking for setup_context; apply raises it before forward runs."""
+    inputs = fresh_inputs(subject)
+    tensors = [i for i, value in enumerate(inputs) if isinstance(value, torch.Tensor) and value.is_floating_point()]
+    if not tensors:
+        raise Unverifiable("no floating-point tensor input to transform over")
+
+    def function(*primals):
+        arguments = list(inputs)
+        for index, primal in zip(tensors, primals):
+            arguments[index] = primal
+        return subject.function_class.apply(*arguments)
+
+    try:
+        torch.func.vjp(function, *(inputs[i].detach() for i in tensors))
+    except Exception as error:  # noqa: BLE001 - the user's code can raise anything
+        if _NEEDS_SETUP_CONTEXT in str(error):
+            return confirmed(f"torch.func.vjp over {subject.name} raised {describe_error(error)}")
+        raise Unverifiable(f"torch.func.vjp over {subject.name} raised {describe_error(error)}") from error
+    return not_reproduced(f"torch.func.vjp over {subject.name} ran: the class has setup_context at runtime")
+
+
+def captured_tensor(subject: Subject) -> Result:
+    """AGL606: the tensor forward reads from its closure (the name the finding gives), swapped for
+    a copy that requires grad: the output changes with its value, yet after backward its .grad is
+    still None."""
+    fresh_inputs(subject)  # inputs that cannot be built say so first
+    name = _captured_name(subject)
+    forward = subject.function_class.forward
+    cells = dict(zip(getattr(getattr(forward, "__code__", None), "co_freevars", ()), forward.__closure__ or ()))
+    if name is None or name not in cells:
+        raise Unverifiable(f"forward of {subject.name} has no closure variable {name!r}")
+    cell = cells[name]
+    original = cell.cell_contents
+    if not isinstance(original, torch.Tensor) or not original.is_floating_point():
+        raise Unverifiable(f"the captured `{name}` is {describe_value(original)}, not a floating-point tensor")
+    captured = original.detach().clone().requires_grad_()
+    try:
+        cell.cell_contents = captured
+        applied = apply(subject)
+        outputs = [(i, value) for i, value in enumerate(applied.outputs)
+                   if isinstance(value, torch.Tensor) and value.requires_grad]
+        if not outputs:
+            raise Unverifiable("no output of apply(...) requires grad: backward never runs on this example")
+        grads = output_grads(applied)
+        try:
+            torch.autograd.backward([value for _, value in outputs], [grads[i] for i, _ in outputs])
+        except Exception as error:  # noqa: BLE001 - the user's backward can raise anything
+            raise Unverifiable(f"backward raised {describe_error(error)}") from error
+        cell.cell_contents = (original.detach() * 1.5 + 1).to(original.dtype)
+        changed = apply(subject)
+    finally:
+        cell.cell_contents = original
+    if captured.grad is not None:
+        return not_reproduced(f"the captured `{name}` got a gradient through {subject.name}")
+    moved = [i for i, _ in outputs if isinstance(changed.outputs[i], torch.Tensor)
+             and not torch.equal(changed.outputs[i].detach(), applied.outputs[i].detach())]
+    if not moved:
+        return not_reproduced(f"the output of {subject.name} does not change with the captured `{name}`")
+    return confirmed(f"output {moved[0]} of {subject.name} changes with the captured `{name}` "
+                     f"({describe_tensor(original)}), yet after backward its .grad is None although it requires grad")
+
+
+def _captured_name(subject: Subject) -> Optional[str]:
+    match = re.search(r"reads `(\w+)`", subject.finding.get("message") or "")
+    return match.group(1) if match else None
 
 
 def undefined_grad_arithmetic(subject: Subject) -> Result:

@@ -1,0 +1,182 @@
+"""What a Function class defined inside a function reads from that function (its closure).
+
+``def make(w): class F(Function): def forward(ctx, x): return x * w``: ``w`` reaches forward as
+a closure variable, not as an input of ``apply``, so autograd and torch.func never see it as one
+(rules/AGL606.md). Python's own compiler pass (``symtable``) says which names of a method are
+free (bound in an enclosing function, not global, not the method's own); the enclosing
+function, parsed with libcst, says by the shared tensor-ness judge whether each is a tensor.
+Only files with a nested Function class pay for this.
+"""
+
+from __future__ import annotations
+
+import ast
+import symtable
+from dataclasses import dataclass
+from typing import Optional
+
+import libcst as cst
+
+from autograd_lint.analysis.class_model import METHOD_NAMES, FunctionModel, Method, local_assignments, method_of
+from autograd_lint.analysis.input_evidence import USE_NODE_CLASSES, ParameterUses, collect_uses, judge_parameter
+from autograd_lint.analysis.module import ModuleAnalysis
+from autograd_lint.analysis.snippet import parse_class
+from autograd_lint.analysis.tensorness import (
+    NON_TENSOR_ATTRIBUTES, NON_TENSOR_METHODS, Tensorness, TensorJudge,
+)
+
+
+@dataclass(frozen=True)
+class CapturedRead:
+    """A name that a method of the class reads from an enclosing function."""
+
+    name: str
+    method: Method  # the Function's method that reads it
+    node: cst.Name  # its first read there that uses the value (not only ``.shape``/``.size()``)
+    function: str  # the enclosing function that binds it
+    tensorness: Tensorness  # of the value that function binds to it
+
+
+def captured_reads(module: ModuleAnalysis, model: FunctionModel) -> list[CapturedRead]:
+    """Every name the class's own autograd methods read from an enclosing function, in method
+    order (forward, backward, setup_context, jvp, vjp), one entry per name; empty for a class at
+    module level or when the file's scopes cannot be read."""
+    node = model.info.node
+    if node.col_offset == 0 or module.source.tree is None:
+        return []  # a module-level class sees only globals
+    path = _scope_path(_module_table(module), node)
+    functions = [table for table in path or [] if table.get_type() == "function"]
+    if not functions:
+        return []
+    class_table = path[-1]
+    result: list[CapturedRead] = []
+    seen: set[str] = set()
+    for name in METHOD_NAMES:
+        method = model.own(name)
+        table = _method_table(class_table, name) if method is not None else None
+        if table is None:
+            continue
+        for free in sorted(table.get_frees()):
+            binder = _binder(functions, free)
+            if free in seen or binder is None:
+                continue
+            read = _first_value_read(method, free)
+            if read is None:
+                continue
+            seen.add(free)
+            result.append(CapturedRead(free, method, read, binder.get_name(),
+                                       _tensorness(module, model, binder, free)))
+    return result
+
+
+def _module_table(module: ModuleAnalysis) -> Optional[symtable.SymbolTable]:
+    cache = module.__dict__.setdefault("_closure_cache", {})
+    if "table" not in cache:
+        try:
+            cache["table"] = symtable.symtable(module.text, module.path, "exec")
+        except (SyntaxError, ValueError):
+            cache["table"] = None
+    return cache["table"]
+
+
+def _scope_path(table: Optional[symtable.SymbolTable], node: ast.ClassDef) -> Optional[list[symtable.SymbolTable]]:
+    """The scopes from the module down to the class ``node`` (found by name and line)."""
+    if table is None:
+        return None
+    stack = [(table, [table])]
+    while stack:
+        current, path = stack.pop()
+        for child in current.get_children():
+            if child.get_type() == "class" and child.get_name() == node.name and child.get_lineno() == node.lineno:
+                return path + [child]
+            if child.get_lineno() <= node.lineno:
+                stack.append((child, path + [child]))
+    return None
+
+
+def _method_table(class_table: symtable.SymbolTable, name: str) -> Optional[symtable.SymbolTable]:
+    """The scope of the class's method ``name`` as written last in its body (the one Python keeps)."""
+    found = [child for child in class_table.get_children() if child.get_type() == "function" and child.get_name() == name]
+    return found[-1] if found else None
+
+
+def _binder(functions: list[symtable.SymbolTable], name: str) -> Optional[symtable.SymbolTable]:
+    """The innermost enclosing function that binds ``name`` itself (a parameter or assignment)."""
+    for table in reversed(functions):
+        try:
+            symbol = table.lookup(name)
+        except KeyError:
+            continue
+        if symbol.is_free() or symbol.is_global():
+            continue  # only passed through to an inner scope, or declared global there
+        if symbol.is_local() or symbol.is_parameter():
+            return table
+    return None
+
+
+def _first_value_read(method: Method, name: str) -> Optional[cst.Name]:
+    """The first read of ``name`` in the method's own body that uses its value: not a target,
+    an attribute or keyword name, nor only its metadata (``w.shape``, ``w.device``, ``w.size()``)."""
+    parents = method.parents
+    for node in method.nodes_of(cst.Name):
+        if node.value != name:
+            continue
+        parent = parents.get(id(node))
+        if isinstance(parent, cst.Attribute):
+            if parent.attr is node:
+                continue  # `x.w`
+            if parent.attr.value in NON_TENSOR_ATTRIBUTES:
+                continue
+            grand = parents.get(id(parent))
+            if isinstance(grand, cst.Call) and grand.func is parent and parent.attr.value in NON_TENSOR_METHODS:
+                continue
+        elif isinstance(parent, cst.Arg) and parent.keyword is node:
+            continue
+        elif isinstance(parent, (cst.AssignTarget, cst.NameItem, cst.AugAssign)) and not (
+                isinstance(parent, cst.AugAssign) and parent.value is node):
+            continue
+        return node
+    return None
+
+
+def _tensorness(module: ModuleAnalysis, model: FunctionModel, binder: symtable.SymbolTable, name: str) -> Tensorness:
+    function = _enclosing_method(module, binder)
+    if function is None:
+        return Tensorness.UNKNOWN
+    known: dict[str, Tensorness] = {}
+    params = {p.name: p for p in function.params}
+    if name in params:
+        uses = ParameterUses()
+        nodes = list(function.nodes_of(*USE_NODE_CLASSES))
+        for method in model.methods.values():
+            if not method.inherited:
+                nodes += method.nodes_of(*USE_NODE_CLASSES)
+
+        def target(node: cst.CSTNode) -> Optional[ParameterUses]:
+            return uses if isinstance(node, cst.Name) and node.value == name else None
+
+        collect_uses(nodes, target, model.qualify)
+        param = params[name]
+        # Certain evidence only (an annotation, a default, a use): a name or a position is no proof.
+        known[name] = judge_parameter(name, param.annotation, param.default, uses, is_first=False, by_name=False)
+    judge = TensorJudge(known, local_assignments(function, frozenset(), None), model.qualify)
+    return judge.name(name) or Tensorness.UNKNOWN
+
+
+def _enclosing_method(module: ModuleAnalysis, table: symtable.SymbolTable) -> Optional[Method]:
+    """The enclosing function of scope ``table``, parsed with libcst (once per file and function)."""
+    cache = module.__dict__.setdefault("_closure_cache", {})
+    key = (table.get_name(), table.get_lineno())
+    if key not in cache:
+        node = next((n for n in ast.walk(module.source.tree)
+                     if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     and n.name == key[0] and n.lineno == key[1]), None)
+        method = None
+        if node is not None:
+            try:
+                parsed = parse_class(module.lines, node)
+                method = method_of(parsed.node, "", parsed)
+            except cst.ParserSyntaxError:
+                method = None
+        cache[key] = method
+    return cache[key]

@@ -1,0 +1,257 @@
+"""Gradients that differ from the derivative by design (AGL908), and backward's linearity (AGL909).
+
+Some Functions mean their backward not to be the derivative of forward
+(docs/runtime-mechanisms.md, M13):
+
+- a straight-through or surrogate estimator: forward is piecewise constant in an input (a step,
+  ``round``, ``sign``, a quantizer: its finite-difference Jacobian is zero) and backward passes a
+  gradient anyway;
+- a gradient modifier: forward returns an input unchanged (numerically: an output equals it) and
+  backward scales, reverses or reroutes the gradient (gradient reversal, gradient multipliers,
+  a gradient "stitched" onto another input).
+
+gradcheck fails on both, truthfully and uselessly; ``explain_failure`` recognises them from
+forward's numbers alone, input by input, so that a Function that also has a genuinely wrong
+gradient for another input stays an AGL901. A docstring saying "straight-through" is only
+repeated in the message: words are not evidence.
+
+Backward must be linear in its incoming gradients: autograd sums the gradients of every use of
+an output before calling it, and chains it with other nodes' linear maps. gradcheck's slow mode
+probes with one-hot, non-negative gradients, so a backward that clamps or gates on the sign of
+``grad_output`` (guided backpropagation) passes it. ``nonlinearity`` checks
+``backward(a*g1 + b*g2) == a*backward(g1) + b*backward(g2)`` for random signed g1, g2.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+import torch
+
+from autograd_lint.dynamic.inputs import flatten_outputs
+
+# Words of a docstring or comment that name a deliberate non-derivative; only quoted.
+HINT = re.compile(r"straight[- ]through|surrogate|\bSTE\b|gradient reversal|reverse gradient|grad(?:ient)? ?scal\w*",
+                  re.IGNORECASE)
+ZERO = 1e-12  # a finite-difference Jacobian entry below this is zero (the step is elsewhere)
+
+
+@dataclass
+class ByDesign:
+    kind: str  # "straight-through or surrogate estimator" | "gradient modifier"
+    message: str
+
+
+def explain_failure(cls: type, make_inputs: Callable[[], tuple], names: list[str],
+                    function: Callable[..., Any], failing: dict[int, tuple[torch.Tensor, torch.Tensor]]
+                    ) -> Optional[ByDesign]:
+    """``failing``: input index -> (analytical, numerical) Jacobian for each input on which
+    gradcheck failed. A ``ByDesign`` when every one of them is explained by forward's shape:
+    the input is passed through unchanged, or forward is piecewise constant in it (or, next to a
+    pass-through, ignores it: the gradient is rerouted to it)."""
+    if not failing:
+        return None
+    inputs = make_inputs()
+    with torch.no_grad():
+        outputs = _outputs(function, inputs)
+    passed_through = {index for index, value in enumerate(inputs)
+                      if isinstance(value, torch.Tensor) and value.is_floating_point()
+                      and any(output.shape == value.shape and output.dtype == value.dtype
+                              and torch.equal(output, value.detach()) for output in outputs)}
+    parts: list[str] = []
+    stepped, ignored = [], []
+    for index, (analytical, numerical) in sorted(failing.items()):
+        if not bool(torch.isfinite(analytical).all()):
+            return None  # a NaN gradient is never by design: AGL901 says where
+        what = _name(index, names)
+        if index in passed_through:
+            parts.append(f"forward returns {what} unchanged and backward {_scaled(analytical, numerical)}")
+            continue
+        if numerical.numel() and float(numerical.abs().max()) > ZERO:
+            return None  # forward depends smoothly on this input: the gradient should be its derivative
+        if _changes_output(function, inputs, index, outputs):
+            stepped.append(what)
+        else:
+            ignored.append(what)
+    if ignored and not passed_through:
+        return None  # a gradient for an input forward never reads, with nothing to reroute from
+    if stepped:
+        parts.append(f"forward is piecewise constant in {', '.join(stepped)} (its finite-difference "
+                     "Jacobian is zero, its value steps) and backward passes a nonzero gradient")
+    if ignored:
+        parts.append(f"backward reroutes a gradient to {', '.join(ignored)}, which forward does not read")
+    kind = "gradient modifier" if passed_through & set(failing) or ignored else \
+        "straight-through or surrogate estimator"
+    hint = docstring_hint(cls)
+    message = (f"{kind}: {'; '.join(parts)}. gradcheck fails by design (the gradient is not forward's "
+               "derivative); backward's count, shapes, dtypes and finiteness were checked"
+               + (f" (its documentation says \"{hint}\")" if hint else ""))
+    return ByDesign(kind, message)
+
+
+def known_modifier(cls: type, make_inputs: Callable[[], tuple], function: Callable[..., Any]) -> str:
+    """The kind of a Function whose backward may clip or gate the gradient by design: forward
+    returns one of its float inputs unchanged ("gradient modifier"), or is piecewise constant in
+    all of them ("straight-through or surrogate estimator"); "" otherwise."""
+    inputs = make_inputs()
+    with torch.no_grad():
+        outputs = _outputs(function, inputs)
+    floats = [index for index, value in enumerate(inputs)
+              if isinstance(value, torch.Tensor) and value.is_floating_point() and value.requires_grad]
+    if any(output.shape == inputs[index].shape and torch.equal(output, inputs[index].detach())
+           for index in floats for output in outputs):
+        return "gradient modifier"
+    if floats and all(_flat_near(function, inputs, index, outputs) and _changes_output(function, inputs, index, outputs)
+                      for index in floats):
+        return "straight-through or surrogate estimator"
+    return ""
+
+
+def _flat_near(function: Callable[..., Any], inputs: tuple, index: int, base: list[torch.Tensor]) -> bool:
+    """Forward's output does not move for a step of 1e-6 along a random direction of input ``index``."""
+    value = inputs[index].detach()
+    generator = torch.Generator().manual_seed(7)
+    direction = torch.randn(value.shape, dtype=value.dtype, generator=generator)
+    arguments = list(inputs)
+    arguments[index] = (value + 1e-6 * direction).requires_grad_(True)
+    with torch.no_grad():
+        try:
+            outputs = _outputs(function, tuple(arguments))
+        except Exception:
+            return False
+    return len(outputs) == len(base) and all(o.shape == b.shape and (o.numel() == 0 or float((o - b).abs().max()) <= ZERO)
+                                             for o, b in zip(outputs, base))
+
+
+def docstring_hint(cls: type) -> str:
+    try:
+        source = inspect.getsource(cls)
+    except (OSError, TypeError):
+        source = cls.__doc__ or ""
+    match = HINT.search(source)
+    return match.group(0) if match else ""
+
+
+def nonlinearity(cls: type, make_inputs: Callable[[], tuple], names: list[str]) -> Optional[str]:
+    """How backward fails ``backward(a*g1 + b*g2) == a*backward(g1) + b*backward(g2)``, or None.
+    Each call on fresh, identical inputs (a backward may consume its ctx); None too when backward
+    raises or is not repeatable (random): then linearity cannot be judged."""
+    shapes = _gradient_shapes(cls, make_inputs)
+    if shapes is None:
+        return None
+    generator = torch.Generator().manual_seed(20240519)
+    g1 = [None if spec is None else torch.randn(spec[0], dtype=spec[1], generator=generator) for spec in shapes]
+    g2 = [None if spec is None else torch.randn(spec[0], dtype=spec[1], generator=generator) for spec in shapes]
+    a, b = 0.75, -1.25
+    mixed = [None if x is None else a * x + b * y for x, y in zip(g1, g2)]
+    first, again, second, combined = (_backward(cls, make_inputs, grads) for grads in (g1, g1, g2, mixed))
+    if first is None or again is None or second is None or combined is None:
+        return None
+    if not _same(first, again):
+        return None
+    for index, (r1, r2, rc) in enumerate(zip(first, second, combined)):
+        if not all(isinstance(value, torch.Tensor) and value.is_floating_point() for value in (r1, r2, rc)):
+            continue
+        if not (r1.shape == r2.shape == rc.shape):
+            continue
+        expected = a * r1.double() + b * r2.double()
+        error = (rc.double() - expected).abs()
+        scale = float(expected.abs().max()) + float(r1.abs().max()) + float(r2.abs().max()) + 1.0
+        tolerance = max(1e-9, 100 * torch.finfo(rc.dtype).eps) * scale
+        if float(error.max()) > tolerance:
+            return (f"backward is not linear in its gradient: for signed gradients g1, g2, "
+                    f"backward({a}*g1 + {b}*g2) differs from {a}*backward(g1) + {b}*backward(g2) by up to "
+                    f"{float(error.max()):.4g} in the gradient for {_name(index, names)}; it clamps, gates or "
+                    "rescales by the incoming gradient's values, so its result is wrong whenever that gradient "
+                    "has both signs (gradcheck probes with one-hot, non-negative gradients and passes it)")
+    return None
+
+
+def _gradient_shapes(cls: type, make_inputs: Callable[[], tuple]) -> Optional[list]:
+    with torch.enable_grad():
+        outputs = flatten_outputs(cls.apply(*make_inputs()))
+    shapes = []
+    for value in outputs:
+        if isinstance(value, torch.Tensor) and value.requires_grad and value.is_floating_point():
+            shapes.append((tuple(value.shape), value.dtype))
+        elif isinstance(value, torch.Tensor):
+            shapes.append(None)  # zeros, as in checks._grad_for: filled in by _backward
+        else:
+            shapes.append(None)
+    return shapes if any(spec is not None for spec in shapes) else None
+
+
+def _backward(cls: type, make_inputs: Callable[[], tuple], grads: list) -> Optional[tuple]:
+    inputs = make_inputs()
+    try:
+        with torch.enable_grad():
+            outputs = flatten_outputs(cls.apply(*inputs))
+        node = next((value.grad_fn for value in outputs
+                     if isinstance(value, torch.Tensor) and value.grad_fn is not None
+                     and getattr(type(value.grad_fn), "_forward_cls", None) is cls), None)
+        if node is None or len(outputs) != len(grads):
+            return None
+        full = [grad.clone() if grad is not None else
+                (torch.zeros_like(value) if isinstance(value, torch.Tensor) else None)
+                for grad, value in zip(grads, outputs)]
+        with torch.no_grad():
+            result = node.apply(*full)
+    except Exception:  # backward's failures are gradcheck's and AGL903's to report
+        return None
+    return result if isinstance(result, tuple) else (result,)
+
+
+def _same(first: tuple, second: tuple) -> bool:
+    if len(first) != len(second):
+        return False
+    for x, y in zip(first, second):
+        if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor):
+            if x.shape != y.shape or not torch.equal(x, y):
+                return False
+        elif (x is None) != (y is None):
+            return False
+    return True
+
+
+def _outputs(function: Callable[..., Any], inputs: tuple) -> list[torch.Tensor]:
+    outputs = function(*inputs)
+    outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+    return [output.detach() for output in outputs]
+
+
+def _changes_output(function: Callable[..., Any], inputs: tuple, index: int, base: list[torch.Tensor]) -> bool:
+    """Whether large moves of input ``index`` (a sign flip, a shift by 0.5, a doubling) change
+    forward's output: a piecewise-constant forward steps, one that ignores the input never does."""
+    value = inputs[index].detach()
+    with torch.no_grad():
+        for moved in (-value, value + 0.5, 2 * value + 0.25):
+            arguments = list(inputs)
+            arguments[index] = moved.clone().requires_grad_(True)
+            try:
+                outputs = _outputs(function, tuple(arguments))
+            except Exception:
+                continue
+            if len(outputs) != len(base) or any(o.shape != b.shape or not torch.equal(o, b)
+                                                for o, b in zip(outputs, base)):
+                return True
+    return False
+
+
+def _scaled(analytical: torch.Tensor, numerical: torch.Tensor) -> str:
+    """"scales the gradient by -1" when backward's Jacobian is a multiple of the identity forward
+    has, else "reroutes the gradient"."""
+    if not bool(analytical.any()):
+        return "gives it no gradient"
+    norm = float((numerical * numerical).sum())
+    if norm > 0:
+        factor = float((analytical * numerical).sum()) / norm
+        if torch.allclose(analytical, factor * numerical, rtol=1e-3, atol=1e-5):
+            return f"scales the gradient by {factor:.4g}"
+    return "reroutes the gradient"
+
+
+def _name(index: int, names: list[str]) -> str:
+    return f"input {index} (`{names[index]}`)" if index < len(names) else f"input {index}"

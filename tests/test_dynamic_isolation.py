@@ -1,0 +1,145 @@
+"""``--dynamic`` keeps modules apart, says what it did not check, and can fail the run on it.
+
+The real CLI over small projects in tmp_path. The fork server (autograd_lint/dynamic/forkserver.py)
+forks every module's child from one process that imported torch; these tests hold it to what one
+interpreter per module gave: a module's changes to torch's global state die with its child.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO_ROOT, run_cli, write
+
+pytest.importorskip("torch")
+
+SCALE = """\
+import torch
+
+
+class Scale(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output * 2
+"""
+
+
+def run(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    return run_cli(*args, cwd=cwd, env=env, timeout=600)
+
+
+@pytest.mark.parametrize("fork_server", ["1", "0"])
+def test_a_module_that_changes_torchs_global_state_does_not_reach_the_next(tmp_path, fork_server):
+    # Checked one after the other (-j 1), in this order (the runner keeps the file order).
+    write(tmp_path / "a_changes_state.py", SCALE + """
+torch.set_default_dtype(torch.float64)
+torch.use_deterministic_algorithms(True)
+torch.set_grad_enabled(False)
+torch.manual_seed(1234)
+torch.set_num_threads(1)
+import os
+os.environ["AUTOGRAD_LINT_TEST_LEAK"] = "1"
+""")
+    write(tmp_path / "b_sees_defaults.py", """\
+import os
+
+import torch
+
+# Each line would make this module fail to import if the module before it leaked its state.
+assert torch.get_default_dtype() == torch.float32, torch.get_default_dtype()
+assert not torch.are_deterministic_algorithms_enabled()
+assert torch.is_grad_enabled()
+assert torch.initial_seed() != 1234  # each interpreter (and each fork) starts from a random seed
+assert torch.get_num_threads() == int(os.environ["EXPECTED_THREADS"]), torch.get_num_threads()
+assert "AUTOGRAD_LINT_TEST_LEAK" not in os.environ
+assert "a_changes_state" not in __import__("sys").modules
+
+
+class Cube(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x ** 3
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        return grad_output * 3 * x ** 2
+""")
+    threads = subprocess.run([sys.executable, "-c", "import torch; print(torch.get_num_threads())"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    report = tmp_path / "report.json"
+    result = run("--dynamic", "--no-cache", "-j", "1", "--dynamic-report", str(report),
+                 "a_changes_state.py", "b_sees_defaults.py", cwd=tmp_path,
+                 env={"AUTOGRAD_LINT_DYNAMIC_FORK_SERVER": fork_server, "EXPECTED_THREADS": threads})
+    entries = {entry["function_class"]: entry for entry in json.loads(report.read_text())["functions"]}
+    assert entries["Cube"]["status"] == "checked", (entries["Cube"], result.stderr)
+    assert {"gradcheck", "gradgradcheck"} <= set(entries["Cube"]["ran"])
+    assert "b_sees_defaults.py" not in result.stdout  # Cube is right, whatever the module before it did
+
+
+@pytest.fixture(scope="module")
+def half_checked(tmp_path_factory) -> Path:
+    """One module checked, one that fails to import, one class without inputs."""
+    project = tmp_path_factory.mktemp("half_checked")
+    write(project / "good.py", SCALE)
+    write(project / "broken.py", "import autograd_lint_no_such_module\n\n" + SCALE.replace("Scale", "Broken"))
+    write(project / "opaque.py", SCALE.replace("Scale", "Opaque").replace("def forward(ctx, x)",
+                                                                         "def forward(ctx, *args)")
+          .replace("return x * 2", "return args[0].mesh * 2"))
+    return project
+
+
+def test_the_text_output_names_every_class_it_did_not_check_and_why(half_checked):
+    result = run("--dynamic", "--no-cache", ".", cwd=half_checked)
+    assert result.returncode == 0, result.stderr  # not asked to require it
+    assert ("autograd-lint: warning: --dynamic: ./broken.py:6: Broken: not checked: failed to import: "
+            "ModuleNotFoundError: No module named 'autograd_lint_no_such_module'\n") in result.stderr
+    assert "autograd-lint: warning: --dynamic: ./opaque.py:4: Opaque: not checked: could not build inputs" in result.stderr
+    assert "Scale" not in result.stderr
+    # Not "All checks passed": two of the three classes were never run.
+    assert "No findings, but --dynamic could not check 2 of 3 Function classes (listed above; 3 files checked)." \
+        in result.stderr
+    assert "All checks passed" not in result.stderr
+    assert "3 Function classes: 1 checked, 2 not checked (1 no-inputs, 1 import-failed; listed above)" in result.stderr
+
+
+def test_require_checked_fails_the_run_from_the_command_line_or_the_config(half_checked, tmp_path):
+    assert run("--dynamic", "--no-cache", "--dynamic-require-checked", ".", cwd=half_checked).returncode == 1
+    assert run("--dynamic", "--no-cache", "--dynamic-require-checked", "good.py", cwd=half_checked).returncode == 0
+    write(tmp_path / "pyproject.toml", "[tool.autograd-lint.dynamic]\nrequire-checked = true\n")
+    write(tmp_path / "broken.py", (half_checked / "broken.py").read_text())
+    result = run("--dynamic", "--no-cache", "broken.py", cwd=tmp_path)
+    assert result.returncode == 1 and "broken.py:6: Broken: not checked: failed to import" in result.stderr
+    write(tmp_path / "pyproject.toml", "[tool.autograd-lint.dynamic]\nrequire-checked = 1\n")
+    result = run("--dynamic", "broken.py", cwd=tmp_path)
+    assert result.returncode == 2 and "require-checked must be true or false; got 1" in result.stderr
+
+
+def test_the_fork_server_warms_up_without_cuda_threads_or_a_changed_rng():
+    """What every module's child inherits: torch and the checks loaded, nothing else changed."""
+    script = """\
+import os, sys, torch
+from autograd_lint.dynamic import forkserver
+state, seed = torch.random.get_rng_state(), torch.initial_seed()
+forkserver.warm_up()
+assert "sympy" in sys.modules and "torch.fx.experimental.symbolic_shapes" in sys.modules
+assert torch.equal(torch.random.get_rng_state(), state) and torch.initial_seed() == seed
+assert not torch.cuda.is_initialized()
+assert len(os.listdir("/proc/self/task")) == 1, os.listdir("/proc/self/task")  # forking is safe
+print("ok")
+"""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the fork server is Linux only")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO_ROOT,
+                            env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"}, timeout=300)
+    assert result.stdout.strip() == "ok", result.stderr
