@@ -383,13 +383,12 @@ def _cost(state: _State) -> tuple[float, float]:
 
 
 def _as_facts(state: _State, answer) -> None:
-    """Record step 2's answer (facts, an AGL000 finding, or a cached syntax error)."""
+    """Record step 2's answer (facts, an AGL000 finding, or a cached syntax error: its message,
+    line and column)."""
     if isinstance(answer, FileFacts):
         state.facts = answer
     elif isinstance(answer, Finding):
         state.error = answer
-    elif isinstance(answer, tuple):  # a cached syntax error: its message and where Python places it
-        state.error = agl000(state.path, *answer)
     else:
         message, line, column = answer
         state.error = agl000(state.path, message, line, column)
