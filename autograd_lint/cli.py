@@ -101,6 +101,10 @@ def _main(argv: list[str]) -> int:
 
     start = time.perf_counter()
     paths = args.paths or ["."]
+    if "-" in paths:
+        return _main_stdin(args, paths, start)
+    if args.stdin_filename is not None:
+        raise UsageError("--stdin-filename names the text read from stdin: give - as the PATH")
     # A missing path is reported and the others are linted; the run then exits 2 (as ruff does).
     missing = missing_paths(paths)
     for path in missing:
@@ -124,15 +128,16 @@ def _main(argv: list[str]) -> int:
             _warn(f"no Python files found under {', '.join(paths)}")
 
         max_file_size = args.max_file_size or config.max_file_size or DEFAULT_MAX_FILE_SIZE
+        projects = _Projects(config, spec, paths, discovered)
         results = _lint(discovered.files, selection_for, max_file_size, _jobs_for(args.jobs),
-                        _cache_dir(args, config), discovered.stats)
+                        _cache_dir(args, config), discovered.stats, projects)
         fix_lines: list[str] = []
         if args.fix or args.diff:  # the fixers (and libcst) load only when asked for
             from autograd_lint.fix.driver import process as process_fixes
 
             fixes = process_fixes(results, args, selection_for, lambda: _lint(
-                discovered.files, selection_for, max_file_size, _jobs_for(args.jobs), _cache_dir(args, config)),
-                sys.stdout, sys.stderr)
+                discovered.files, selection_for, max_file_size, _jobs_for(args.jobs), _cache_dir(args, config),
+                None, projects), sys.stdout, sys.stderr)
             if fixes.exit_code is not None:  # --diff: the diffs are the output
                 return fixes.exit_code
             results, fix_lines = fixes.results, fixes.summary_lines
@@ -167,6 +172,89 @@ def _main(argv: list[str]) -> int:
         return EXIT_FINDINGS if run.findings and not args.exit_zero else EXIT_CLEAN
 
 
+def _main_stdin(args: argparse.Namespace, paths: list[str], start: float) -> int:
+    """``autograd-lint - --stdin-filename PATH``: the text on stdin, linted as the file PATH
+    would be (as ruff and flake8 do). With ``--fix`` the fixed text goes to stdout (the findings
+    left to stderr), with ``--diff`` the diff; ``--dynamic`` needs files it can import."""
+    if paths != ["-"]:
+        raise UsageError("- (read stdin) cannot be combined with other PATHs")
+    if args.dynamic:
+        raise UsageError("--dynamic imports the code from files: it cannot check text read from stdin")
+    from autograd_lint.engine import gather_project, lint_text
+    from autograd_lint.pipeline import FileResult, agl000
+    from autograd_lint.source import SourceError, text_of, too_large_message
+
+    name = args.stdin_filename or "-"
+    where = name if args.stdin_filename else os.getcwd()
+    config = _load_config(args, where)
+    selection = EnabledRules.from_layers([config.selector_layer(), _cli_layer(args)])
+    selection_for = RulesPerFile(selection, config.per_file_ignores, config.root)
+    exclude = args.exclude if args.exclude is not None else config.exclude
+    spec = exclude_spec(exclude, [*config.extend_exclude, *(args.extend_exclude or [])])
+    if args.stdin_filename and (args.force_exclude or config.force_exclude):
+        from autograd_lint.discovery import excluded_by_name
+
+        if excluded_by_name(spec, name, str(config.root)):
+            if args.fix:
+                sys.stdout.buffer.write(sys.stdin.buffer.read())  # unchanged, as ruff does
+            return EXIT_CLEAN
+    data = sys.stdin.buffer.read()
+    max_file_size = args.max_file_size or config.max_file_size or DEFAULT_MAX_FILE_SIZE
+    try:
+        if len(data) > max_file_size:
+            raise SourceError(too_large_message(len(data), max_file_size))
+        text: Optional[str] = text_of(data)
+        result = None
+    except SourceError as error:
+        text, result = None, FileResult(name)
+        if selection_for(name).is_enabled("AGL000"):
+            result.findings.append(agl000(name, error.message))
+    project = None
+    if text is not None and args.stdin_filename:
+        from autograd_lint.project_scope import project_files, project_root
+
+        root = project_root(name, config)
+        if root is not None:
+            found = project_files(root, config, spec)
+            project = gather_project(found.files, max_file_size, _cache_dir(args, config), found.stats)
+    if text is not None:
+        result = lint_text(name, text, selection_for(name), project=project)
+    results = [result]
+    if args.fix or args.diff:
+        from autograd_lint.fix.driver import fix_text
+
+        fixed = fix_text(name, data, result.findings, selection_for(name), args) if text is not None else None
+        if args.diff:
+            if fixed is not None and fixed.after is not None:
+                sys.stdout.write(_diff(name, fixed.before, fixed.after))
+            return EXIT_FINDINGS if fixed is not None and fixed.after is not None else EXIT_CLEAN
+        if fixed is not None and fixed.after is not None:
+            sys.stdout.buffer.write(fixed.after.encode(fixed.encoding))
+            result = lint_text(name, fixed.after, selection_for(name), project=project)
+            results = [result]
+        else:
+            sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        run = LintRun(results=results, seconds=time.perf_counter() - start)
+        _write_report(run, args, sys.stderr)
+        return EXIT_FINDINGS if run.findings and not args.exit_zero else EXIT_CLEAN
+    run = LintRun(results=results, seconds=time.perf_counter() - start)
+    _write_report(run, args, sys.stdout)
+    for message in result.internal_errors:
+        _error(f"internal error: {message}")
+    if args.format == "text" and not args.quiet:
+        print(summary_line(run), file=sys.stderr)
+    if result.internal_errors:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if run.findings and not args.exit_zero else EXIT_CLEAN
+
+
+def _diff(name: str, before: str, after: str) -> str:
+    from autograd_lint.fix.write import unified_diff
+
+    return unified_diff(name, before, after)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
@@ -178,7 +266,8 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("paths", nargs="*", metavar="PATH",
-                        help="files or directories to lint (default: .)")
+                        help="files or directories to lint (default: .); - reads the text of one "
+                        "file from stdin (see --stdin-filename)")
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     parser.add_argument("--explain", metavar="CODE", help="print the page of a rule and exit")
     parser.add_argument("--list-rules", action="store_true",
@@ -206,6 +295,9 @@ def build_parser() -> argparse.ArgumentParser:
     files.add_argument("--force-exclude", action="store_true",
                        help="apply the excludes to files named on the command line too (for "
                        "pre-commit and editors, which pass every file by name)")
+    files.add_argument("--stdin-filename", metavar="PATH",
+                       help="with - as the PATH: lint the text read from stdin as the file PATH "
+                       "(its settings, per-file-ignores, project and report path)")
     files.add_argument("--max-file-size", metavar="BYTES", type=_positive_int,
                        help=f"report larger files as AGL000 without reading them "
                        f"(default: {DEFAULT_MAX_FILE_SIZE} = 5 MiB)")
@@ -279,11 +371,74 @@ def _cli_layer(args: argparse.Namespace) -> SelectorLayer:
     )
 
 
-def _lint(files: list[str], selection_for: RulesPerFile, max_file_size: int, jobs: int,
-          cache_dir: Optional[str], stats: Optional[dict] = None) -> list:
-    from autograd_lint.engine import lint_paths
+class _Projects:
+    """The project of each file to lint (``project_scope``), and each project's other files."""
 
-    return lint_paths(files, selection_for, max_file_size, jobs=jobs, cache_dir=cache_dir, stats=stats)
+    def __init__(self, config: Config, spec, paths: list[str], discovered) -> None:
+        self.config, self.spec = config, spec
+        self.paths, self.discovered = paths, discovered
+        self._files: dict[str, tuple[list[str], dict]] = {}
+
+    def root_of(self, path: str) -> Optional[str]:
+        """Its project's root by the settings or the repository; None: by neither."""
+        from autograd_lint.project_scope import settled_root
+
+        return settled_root(path, self.config)
+
+    def unsettled_files(self, files: list[str]) -> tuple[list[str], dict]:
+        """The project of the files no settings or repository place: they are one together,
+        with the files of the outermost packages that hold any of them (``project_scope``)."""
+        from autograd_lint.project_scope import package_root
+
+        paths: list[str] = []
+        stats: dict = {}
+        for root in sorted({r for r in map(package_root, files) if r is not None}):
+            found, found_stats = self.files_of(root, by_package=True)
+            paths += found
+            stats.update(found_stats)
+        return paths, stats
+
+    def files_of(self, root: str, by_package: bool = False) -> tuple[list[str], dict]:
+        """The project's files and their ``os.stat``; a PATH that is the root itself was walked
+        already (``autograd-lint .`` at the root): its files are the project's, not walked again."""
+        if root not in self._files:
+            from autograd_lint.discovery import Discovered
+            from autograd_lint.project_scope import project_files
+
+            if not by_package and any(os.path.isdir(p) and os.path.abspath(p) == root for p in self.paths):
+                files = [f for f in self.discovered.files if self.root_of(f) == root]
+                found = Discovered(files, {f: self.discovered.stats[f] for f in files if f in self.discovered.stats})
+            else:
+                found = project_files(root, self.config, self.spec)
+            self._files[root] = (found.files, found.stats)
+        return self._files[root]
+
+
+def _lint(files: list[str], selection_for: RulesPerFile, max_file_size: int, jobs: int,
+          cache_dir: Optional[str], stats: Optional[dict] = None, projects: Optional[_Projects] = None) -> list:
+    """One engine run: each file is judged with the facts of its own project."""
+    from autograd_lint.engine import lint_projects
+
+    groups: dict[Optional[str], list[int]] = {}
+    for i, path in enumerate(files):
+        groups.setdefault(projects.root_of(path) if projects is not None else None, []).append(i)
+    layout, all_stats = [], dict(stats or {})
+    for root, indexes in groups.items():
+        group = [files[i] for i in indexes]
+        if projects is None:
+            project_paths, project_stats = [], {}
+        elif root is None:
+            project_paths, project_stats = projects.unsettled_files(group)
+        else:
+            project_paths, project_stats = projects.files_of(root)
+        layout.append((group, project_paths))
+        all_stats = {**project_stats, **all_stats}
+    found = lint_projects(layout, selection_for, max_file_size, jobs=jobs, cache_dir=cache_dir, stats=all_stats)
+    results: list = [None] * len(files)
+    for indexes, group_results in zip(groups.values(), found):
+        for i, result in zip(indexes, group_results):
+            results[i] = result
+    return results
 
 
 def _start_dynamic(args: argparse.Namespace, config: Config):

@@ -36,6 +36,9 @@ class Config:
     force_exclude: bool = False  # excludes apply to files named on the command line too
     max_file_size: Optional[int] = None
     cache_dir: Optional[str] = None  # relative to root
+    # Directories (glob patterns relative to root, "fixtures/*") each of which is a project of its
+    # own: its files' facts are not mixed with the rest of the tree's (analysis/project.py).
+    subprojects: tuple[str, ...] = ()
     dynamic: DynamicSettings = DynamicSettings()  # [tool.autograd-lint.dynamic]
 
     def selector_layer(self) -> SelectorLayer:
@@ -105,7 +108,7 @@ def _table(document: dict) -> Optional[dict]:
     return table if isinstance(table, dict) else None
 
 
-_LIST_KEYS = ("select", "extend-select", "ignore", "extend-ignore", "exclude", "extend-exclude")
+_LIST_KEYS = ("select", "extend-select", "ignore", "extend-ignore", "exclude", "extend-exclude", "subprojects")
 KNOWN_KEYS = (*_LIST_KEYS, "force-exclude", "per-file-ignores", "max-file-size", "cache-dir", "dynamic")
 
 
@@ -140,6 +143,7 @@ def _config_from_table(table: dict, path: Path, warn: Callable[[str], None]) -> 
         max_file_size=_positive_int(table["max-file-size"], "max-file-size", where)
         if "max-file-size" in table else None,
         cache_dir=_string(table["cache-dir"], "cache-dir", where) if "cache-dir" in table else None,
+        subprojects=tuple(p.strip("/") for p in lists.get("subprojects", ()) if p.strip("/")),
         dynamic=_dynamic(table["dynamic"], where, warn) if "dynamic" in table else DynamicSettings(),
     )
 

@@ -166,6 +166,11 @@ def _name(entry: os.DirEntry) -> str:
     return entry.name
 
 
+def excluded_by_name(spec, path: str, root: str) -> bool:
+    """Do the excludes skip the file ``path`` when it is named (``--force-exclude``)?"""
+    return _is_excluded(spec, relative_to_root(path, root), False)
+
+
 def _is_excluded(spec, relative: str, is_dir: bool) -> bool:
     if relative in ("", "."):
         return False

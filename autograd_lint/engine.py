@@ -5,6 +5,10 @@
    subclass or use a Function class, or call gradcheck; merge what they say (``ProjectFacts``).
 3. Lint those same files: libcst parses only their Function classes, the shared model is built,
    and every enabled rule reads it.
+Steps 1 and 2 see every file of the project (``project_scope``; ``lint_paths``'s
+``project_paths``), step 3 only the files asked for: a run on a few files judges them as a run
+over the whole project would. ``gather_project`` does steps 1 and 2 alone, for the texts the
+flake8 plugin and ``autograd-lint -`` lint one at a time (``ProjectSnapshot``).
 What each step does to one file is ``autograd_lint.pipeline``'s; this module decides which
 files each step sees. Each step's answer is cached by content (``cache.Cache``), and the steps
 run in worker processes when there is enough work (``parallel.WorkerPool``). Serial, parallel,
@@ -16,13 +20,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from functools import lru_cache, partial
-from typing import Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence, Union
 
 from autograd_lint.analysis.names import module_name_of
-from autograd_lint.analysis.precheck import TextSummary
+from autograd_lint.analysis.precheck import TextSummary, summarize
 from autograd_lint.analysis.project import FileFacts, ProjectFacts
 from autograd_lint.analysis.source_file import SourceFile
-from autograd_lint.cache import Cache, RunMemo, stamp
+from autograd_lint.cache import PROJECT_FILE_NAME, Cache, RunMemo, content_hash, stamp
 from autograd_lint.catalogue import RULES
 from autograd_lint.findings import Finding
 from autograd_lint.gc_pause import gc_paused
@@ -33,7 +37,7 @@ from autograd_lint.pipeline import (
 from autograd_lint.selection import RuleFilter
 from autograd_lint.source import DEFAULT_MAX_FILE_SIZE
 
-__all__ = ["FileResult", "lint_paths", "lint_text", "default_jobs"]
+__all__ = ["FileResult", "ProjectSnapshot", "gather_project", "lint_paths", "lint_projects", "lint_text", "default_jobs"]
 
 # Below this many files to read, starting worker processes costs more than it saves.
 PARALLEL_THRESHOLD = 64
@@ -57,6 +61,7 @@ def lint_paths(
     jobs: int = 1,
     cache_dir: Optional[str] = None,
     stats: Optional[dict[str, os.stat_result]] = None,
+    project_paths: Sequence[str] = (),
 ) -> list[FileResult]:
     """Lint every file (already discovered) and return one result per file, in order.
 
@@ -64,39 +69,74 @@ def lint_paths(
     Unreadable, oversized or unparsable files give one AGL000 finding; nothing here raises for
     bad input. ``jobs`` worker processes share the work; ``cache_dir`` enables the cache.
     ``stats``: path -> ``os.stat`` from discovery, the cache's stamps (else the cache stats each
-    file itself).
+    file itself). ``project_paths``: the other files of their project (``project_scope``): their
+    facts count, they are not linted.
     """
+    return lint_projects([(paths, project_paths)], selection_for, max_file_size, jobs, cache_dir, stats)[0]
+
+
+def lint_projects(
+    groups: Sequence[tuple[Sequence[str], Sequence[str]]],
+    selection_for: Callable[[str], RuleFilter],
+    max_file_size: Optional[int] = DEFAULT_MAX_FILE_SIZE,
+    jobs: int = 1,
+    cache_dir: Optional[str] = None,
+    stats: Optional[dict[str, os.stat_result]] = None,
+) -> list[list[FileResult]]:
+    """``lint_paths`` for the files of several projects in one run (the CLI given files of
+    several subprojects): ``groups`` holds, per project, the files to lint and the project's
+    files. One cache, one worker pool: every file is read in one parallel step, and each
+    project's facts judge its own files only."""
     stats = stats or {}
+    layout = [(list(paths), _others(paths, project_paths)) for paths, project_paths in groups]
     memo, run_key = None, ""
     if cache_dir:
         memo = RunMemo.load(cache_dir)
-        run_key = _run_key(paths, selection_for, max_file_size, stats)
+        run_key = RunMemo.key([_run_key(paths, selection_for, max_file_size, stats, others)
+                               for paths, others in layout])
         if run_key in memo.runs:  # the very same run as before: its result, nothing else loaded
-            return _results_of(paths, memo.runs[run_key])
+            return [_results_of(paths, stored) for (paths, _), stored in zip(layout, memo.runs[run_key])]
     with gc_paused():
         cache = Cache.load(cache_dir) if cache_dir else None
-        states = [_State(path) for path in paths]
+        states: list[_State] = []
+        spans = []  # per project: the indexes of its files to lint, and of all its files
+        for paths, others in layout:
+            start = len(states)
+            states += [_State(path) for path in [*paths, *others]]
+            spans.append((range(start, start + len(paths)), range(start, len(states))))
         unread = _summaries_from_cache(states, cache, stats)
         pool = WorkerPool(jobs if len(unread) >= PARALLEL_THRESHOLD else 1, len(states),
                           make_state=partial(Pipeline, max_file_size, hashing=cache is not None),
                           preload=load_the_analysis)
         try:
             _summarize(states, unread, pool, cache, stats)
-            project = _gather_project_facts(states, pool, cache)
-            results = _lint_all(states, selection_for, project, pool, cache)
+            results = []
+            for linted, everything in spans:
+                project = _gather_project_facts(states, pool, cache, everything)
+                results.append(_lint_all(states, selection_for, project, pool, cache, linted))
         finally:
             pool.close()
     if cache is not None:
         cache.save()
-    if memo is not None and not any(result.internal_errors for result in results):
-        memo.save(run_key, _stored_results(results))
+    if memo is not None and not any(result.internal_errors for group in results for result in group):
+        memo.save(run_key, [_stored_results(group) for group in results])
     return results
 
 
+def _others(paths: Sequence[str], project_paths: Sequence[str]) -> list[str]:
+    """The project's files that are not among ``paths`` (however either spells them)."""
+    if not project_paths:
+        return []
+    given = {os.path.abspath(path) for path in paths}
+    # The project's paths come from a walk of its absolute root: already absolute and normal.
+    return [path for path in project_paths if (path if os.path.isabs(path) else os.path.abspath(path)) not in given]
+
+
 def _run_key(paths: Sequence[str], selection_for: Callable[[str], RuleFilter], max_file_size: Optional[int],
-             stats: dict) -> str:
+             stats: dict, others: Sequence[str] = ()) -> str:
     """Everything a run's results depend on besides the files' bytes, which the stamps stand
-    for (as in the per-file layers): the files in order, and the codes selected for each."""
+    for (as in the per-file layers): the files in order, and the codes selected for each; the
+    other files of the project, and their stamps."""
     code_lists: dict[frozenset[str], str] = {}
     entries: list[tuple] = [max_file_size]
     for path in paths:
@@ -105,6 +145,8 @@ def _run_key(paths: Sequence[str], selection_for: Callable[[str], RuleFilter], m
         if listed is None:
             listed = code_lists[codes] = ",".join(sorted(codes))
         entries.append((path, stamp(path, stats.get(path)), listed))
+    entries.append("project")
+    entries.extend((path, stamp(path, stats.get(path))) for path in others)
     return RunMemo.key(entries)
 
 
@@ -118,22 +160,110 @@ def _results_of(paths: Sequence[str], stored: dict[int, FileResult]) -> list[Fil
     return [stored.get(i) or FileResult(path) for i, path in enumerate(paths)]
 
 
-def lint_text(path: str, text: str, selection: RuleFilter, project: Optional[ProjectFacts] = None,
+def lint_text(path: str, text: str, selection: RuleFilter,
+              project: Union[ProjectFacts, "ProjectSnapshot", None] = None,
               honour_noqa: bool = True, tree=None, annotate_fixes: bool = True) -> FileResult:
-    """Lint one file's text on its own (the flake8 plugin's entry point). Without ``project``
-    the file is its own project: facts from other files are not known. ``tree``: the file's
-    ``ast``, when the caller has parsed it already (flake8 has)."""
-    source = SourceFile(path, text=text, tree=tree)
+    """Lint one file's text (the flake8 plugin's entry point, and ``autograd-lint -``). Without
+    ``project`` the file is its own project: facts from other files are not known. With a
+    ``ProjectSnapshot`` (``gather_project``), the text's own facts replace those of the file
+    ``path`` on disk (an editor's unsaved buffer). ``tree``: the file's ``ast``, when the caller
+    has parsed it already (flake8 has)."""
+    source = SourceFile(path, text=text, tree=tree, hashing=isinstance(project, ProjectSnapshot))
     summary = summary_of(source)
     state = _State(path, summary.digest, summary.summary, summary.error)
     codes = CodeSet.of(selection).codes
-    if project is None:
+    if isinstance(project, ProjectSnapshot):
+        project = project.facts_with(state, source)
+    elif project is None:
         if state.summary is not None and _matters(state.summary, ProjectFacts()):
             _as_facts(state, facts_of(source))
         project = _merge([state])
     if state.summary is None or not _matters(state.summary, project):
         return _unlinted_result(state, codes)
     return lint_file(source, codes, project, honour_noqa, annotate_fixes)
+
+
+class ProjectSnapshot:
+    """The facts of a project's files as they are on disk, gathered once (``gather_project``)
+    for linting texts of it one at a time: the flake8 plugin, ``autograd-lint -``. Kept whole
+    in the cache directory, by the files' metadata: a warm run reads that one file."""
+
+    def __init__(self, states: list[_State], facts: ProjectFacts) -> None:
+        self.states = states
+        self.facts = facts
+        self.index = {os.path.abspath(state.path): i for i, state in enumerate(states)}
+
+    def may_matter(self, text: str) -> bool:
+        """Can a text of the project that names neither Function nor gradcheck have findings? Only
+        by subclassing or using one of the project's Function classes."""
+        return bool(self.facts.function_names) and _matters(summarize(text), self.facts)
+
+    def facts_with(self, text_state: _State, source: SourceFile) -> ProjectFacts:
+        """The project's facts with ``source`` (a text given for the file at its path) in place
+        of that file on disk; ``text_state``: its summary, given its facts here."""
+        position = self.index.get(os.path.abspath(text_state.path))
+        on_disk = self.states[position] if position is not None else None
+        text_state.digest = content_hash(source.text.encode("utf-8", "surrogatepass"))
+        if on_disk is not None and on_disk.digest == text_state.digest and on_disk.error is None:
+            text_state.facts = on_disk.facts
+            return self.facts  # the file as it is on disk (flake8 over saved files)
+        parsed = facts_of(source) if text_state.summary is not None else None
+        if on_disk is not None and isinstance(parsed, FileFacts) and on_disk.error is None and (
+                on_disk.summary is not None and on_disk.summary.grad_fn_attributes == text_state.summary.grad_fn_attributes
+                and (on_disk.facts == parsed if _matters(text_state.summary, self.facts) else on_disk.facts is None)):
+            return self.facts  # edited, but not in anything the other files see
+        # Gathered again, as a run over the project with this text on disk would: the facts
+        # known so far come from memory (by content hash), the text's too.
+        memory = Cache("")
+        memory.facts = {s.digest: s.facts for s in self.states if s.facts is not None and s.digest}
+        if parsed is not None:
+            memory.facts[text_state.digest] = parsed if isinstance(parsed, FileFacts) else (
+                parsed.message, parsed.line, parsed.column)
+        states = [_State(s.path, s.digest, s.summary, s.error if s.summary is None else None) for s in self.states]
+        fresh = _State(text_state.path, text_state.digest, text_state.summary, text_state.error)
+        if position is None:
+            states.append(fresh)
+        else:
+            states[position] = fresh
+        pool = WorkerPool(1, len(states), make_state=partial(Pipeline, DEFAULT_MAX_FILE_SIZE, hashing=True))
+        try:
+            return _gather_project_facts(states, pool, memory)
+        finally:
+            pool.close()
+
+
+def gather_project(paths: Sequence[str], max_file_size: Optional[int] = DEFAULT_MAX_FILE_SIZE,
+                   cache_dir: Optional[str] = None, stats: Optional[dict[str, os.stat_result]] = None,
+                   jobs: int = 1) -> ProjectSnapshot:
+    """Steps 1 and 2 over a project's files (``project_scope.project_files``). Kept in the cache
+    directory by every file's path and metadata (size, mtime, inode), as a run's results are: a
+    warm run stats the files and reads that one file. Otherwise built from the cache's
+    per-file layers, reading only the files they do not know (once: the pre-check of every file,
+    and the syntax tree of those that may matter), and saved back."""
+    stats = stats or {}
+    memo, key = None, ""
+    if cache_dir:
+        memo = RunMemo.load(cache_dir, PROJECT_FILE_NAME)
+        key = RunMemo.key([max_file_size, *((path, stamp(path, stats.get(path))) for path in paths)])
+        if key in memo.runs:
+            return memo.runs[key]
+    with gc_paused():
+        cache = Cache.load(cache_dir) if cache_dir else None
+        states = [_State(path) for path in paths]
+        unread = _summaries_from_cache(states, cache, stats)
+        pool = WorkerPool(jobs if len(unread) >= PARALLEL_THRESHOLD else 1, len(states),
+                          make_state=partial(Pipeline, max_file_size, hashing=True))
+        try:
+            _summarize(states, unread, pool, cache, stats)
+            facts = _gather_project_facts(states, pool, cache)
+        finally:
+            pool.close()
+    snapshot = ProjectSnapshot(states, facts)
+    if cache is not None:
+        cache.save()
+    if memo is not None:
+        memo.save(key, snapshot)
+    return snapshot
 
 
 def default_jobs() -> int:
@@ -197,27 +327,30 @@ def _summary_cost(info: Optional[os.stat_result]) -> float:
 
 # --- step 2: project-wide facts -------------------------------------------------------------
 
-def _gather_project_facts(states: list[_State], pool: WorkerPool, cache: Optional[Cache]) -> ProjectFacts:
+def _gather_project_facts(states: list[_State], pool: WorkerPool, cache: Optional[Cache],
+                          project: Optional[Sequence[int]] = None) -> ProjectFacts:
     """Parse exactly the files that can matter, and merge what they say: files defining a
     ``...Function`` class; then, until nothing changes, files subclassing a Function class found
-    so far; then files that call gradcheck or use one of them."""
+    so far; then files that call gradcheck or use one of them. ``project``: the indexes of the
+    project's files among ``states`` (default: all)."""
+    indexes = range(len(states)) if project is None else project
 
     def pending(wanted: Callable[[TextSummary], bool]) -> list[int]:
-        return [i for i, s in enumerate(states) if s.summary is not None and s.facts is None
+        return [i for i in indexes if (s := states[i]).summary is not None and s.facts is None
                 and s.error is None and wanted(s.summary)]
 
     _collect_facts(states, pending(lambda summary: summary.defines_function), pool, cache)
-    project = _merge(states)
+    facts = _merge([states[i] for i in indexes])
     while True:
-        names = project.function_names
+        names = facts.function_names
         new = pending(lambda summary: summary.may_subclass(names))
         if not new:
             break
         _collect_facts(states, new, pool, cache)
-        project = _merge(states)
-    names = project.function_names
+        facts = _merge([states[i] for i in indexes])
+    names = facts.function_names
     _collect_facts(states, pending(lambda summary: summary.may_use(names)), pool, cache, final_names=names)
-    return _merge(states)
+    return _merge([states[i] for i in indexes])
 
 
 def _collect_facts(states: list[_State], indexes: list[int], pool: WorkerPool, cache: Optional[Cache],
@@ -235,9 +368,8 @@ def _collect_facts(states: list[_State], indexes: list[int], pool: WorkerPool, c
     for i, answer in pool.run(Pipeline.facts, [(i, states[i].path) for i in todo], parsing, final_names).items():
         _as_facts(states[i], answer)
         if cache is not None:
-            # An AGL000 is kept with its position: a syntax error is reported where Python places it.
-            cache.put(cache.facts, states[i].digest,
-                      answer if isinstance(answer, FileFacts) else (answer.message, answer.line, answer.column))
+            cache.put(cache.facts, states[i].digest, answer if isinstance(answer, FileFacts)
+                      else (answer.message, answer.line, answer.column))
 
 
 def _cost(state: _State) -> tuple[float, float]:
@@ -278,12 +410,14 @@ def _matters(summary: TextSummary, project: ProjectFacts) -> bool:
 # --- step 3: lint ---------------------------------------------------------------------------
 
 def _lint_all(states: list[_State], selection_for: Callable[[str], RuleFilter], project: ProjectFacts,
-              pool: WorkerPool, cache: Optional[Cache]) -> list[FileResult]:
+              pool: WorkerPool, cache: Optional[Cache], linted: Sequence[int]) -> list[FileResult]:
+    """The results of the files ``linted`` (indexes among ``states``), in that order."""
     fingerprint = project.fingerprint() if cache is not None else ""
     results: dict[int, FileResult] = {}
     todo: list[tuple[int, tuple[str, frozenset[str]]]] = []
     keys: dict[int, tuple[str, str, str]] = {}
-    for i, state in enumerate(states):
+    for i in linted:
+        state = states[i]
         codes = CodeSet.of(selection_for(state.path)).codes
         if state.error is not None or state.facts is None:
             results[i] = _unlinted_result(state, codes)  # AGL000, or nothing to look at
@@ -302,7 +436,7 @@ def _lint_all(states: list[_State], selection_for: Callable[[str], RuleFilter], 
         results[i] = result
         if cache is not None and not result.internal_errors:
             cache.put(cache.results, keys[i], _with_path(result, ""))
-    return [results[i] for i in range(len(states))]
+    return [results[i] for i in linted]
 
 
 def _unlinted_result(state: _State, codes: frozenset[str]) -> FileResult:

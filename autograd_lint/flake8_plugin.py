@@ -1,4 +1,5 @@
-"""The flake8 plugin: the CLI's analysis, one file at a time, for editors and flake8 users.
+"""The flake8 plugin: the CLI's analysis, one file at a time (with its project's facts), for
+editors and flake8 users.
 
 Registered as the ``flake8.extension`` entry point ``AGL`` (pyproject.toml), so installing the
 package is all it takes; flake8 then prints our findings like its own, and applies its own
@@ -14,14 +15,20 @@ What the plugin decides itself:
 - **Columns**: flake8 adds 1 to the column a plugin yields; ours are 1-based already.
 - **Files Python cannot decode**: flake8 falls back to Latin-1 and would lint them; Python
   refuses them, so the plugin reports the CLI's AGL000 instead (``_undecodable``).
-- **Cost**: a file that cannot hold a Function class costs two substring searches. The
-  analysis (and libcst) is imported only when a file may matter, so a flake8 run over code
+- **Cost**: a file that names neither Function nor gradcheck costs two substring searches,
+  and, in a project that has Function classes (it could subclass one), the text pre-check.
+  The analysis (and libcst) is imported only when a file may matter, so a flake8 run over code
   without Function classes - every run of an editor on such a file - never loads it.
-
-Per file only: facts from other files (a Function base class in another module, ``.apply``
-calls elsewhere, gradcheck calls in tests) need the CLI, which sees the whole project. AGL502
-(a Function no gradcheck reaches) never runs here: judged file by file, it would flag every
-Function whose test lives in a test file. Never imports torch.
+- **The project's facts**: flake8 hands a plugin one file at a time, but each file is judged
+  with the facts of its whole project (``project_scope``: the settings' directory, else the
+  git repository, else the outermost package): Function base classes and the methods they
+  define in other modules, ``.apply`` calls, gradcheck calls in tests. They are gathered once
+  per process (``engine.gather_project``), from the CLI's cache when it is fresh, and the
+  text flake8 gives (an editor's unsaved buffer, ``flake8 -``) replaces its file's own facts.
+  So flake8 reports what the CLI reports on the whole project, AGL502 included when it is
+  selected; a file of no project is judged alone, as the CLI judges it, and AGL502 (a
+  Function no gradcheck reaches) stays off there: it would flag every Function whose test
+  lives in another file. Never imports torch.
 """
 
 from __future__ import annotations
@@ -38,6 +45,10 @@ from autograd_lint.catalogue import PARSE_ERROR, RULES
 from autograd_lint.gc_pause import gc_paused
 
 if TYPE_CHECKING:  # loaded lazily: see _lint
+    from typing import Optional
+
+    from autograd_lint.config import Config
+    from autograd_lint.engine import ProjectSnapshot
     from autograd_lint.selection import RulesPerFile
 
 Flake8Result = tuple[int, int, str, type]
@@ -84,13 +95,20 @@ class Plugin:
         if undecodable:
             yield 1, 0, f"{PARSE_ERROR} {undecodable}", type(self)
             return
+        project = None
         if not may_matter(text):
-            return
-        for line, column, message in _lint(self.filename, text, self.selected_opt_in, self.tree):
+            # It may still subclass or use a Function class of another module: the project says.
+            if not _may_have_a_project(os.path.dirname(os.path.abspath(self.filename))):
+                return
+            project = _project_of(self.filename)
+            if project is None or not project.may_matter(text):
+                return
+        for line, column, message in _lint(self.filename, text, self.selected_opt_in, self.tree, project):
             yield line, column - 1, message, type(self)
 
 
-def _lint(filename: str, text: str, opt_in: frozenset[str], tree: ast.AST = None) -> list[tuple[int, int, str]]:
+def _lint(filename: str, text: str, opt_in: frozenset[str], tree: ast.AST = None,
+          project: "ProjectSnapshot" = None) -> list[tuple[int, int, str]]:
     """(line, 1-based column, "CODE message") of each finding; bugs of ours go to stderr."""
     from autograd_lint.engine import lint_text  # the analysis (and libcst) loads later, if needed
 
@@ -99,10 +117,13 @@ def _lint(filename: str, text: str, opt_in: frozenset[str], tree: ast.AST = None
     # again.
     try:
         with gc_paused():
-            selection = _selection_for(os.path.dirname(os.path.abspath(filename)), opt_in)(filename)
+            project = project or _project_of(filename)
+            selection = _selection_for(os.path.dirname(os.path.abspath(filename)), opt_in, project is not None)(filename)
             # flake8 applies `# noqa` itself (and --disable-noqa must show everything); the class
-            # comments `# autograd-lint: disable=...` are ours and still apply.
-            result = lint_text(filename, text, selection, honour_noqa=False, tree=tree, annotate_fixes=False)
+            # comments `# autograd-lint: disable=...` are ours and still apply. The text's own facts
+            # replace its file's in the project's (an editor's unsaved buffer).
+            result = lint_text(filename, text, selection, project=project, honour_noqa=False, tree=tree,
+                               annotate_fixes=False)
     except Exception as error:  # noqa: BLE001 - a bug of ours must not abort the user's flake8 run
         _stderr(f"internal error on {filename}: {type(error).__name__}: {error}")
         return []
@@ -157,22 +178,84 @@ def _hide_the_analysis_from_the_collector() -> None:
 
 
 @lru_cache(maxsize=256)
-def _selection_for(directory: str, opt_in: frozenset[str]) -> "RulesPerFile":
-    """The rules for files of ``directory``: its ``[tool.autograd-lint]``, then flake8's picks."""
+def _config_for(directory: str) -> "Config":
+    """The ``[tool.autograd-lint]`` settings for files of ``directory``, as the CLI finds them."""
     from autograd_lint.config import ConfigError, empty_config, find_config, load_config
-    from autograd_lint.selection import RulesPerFile, EnabledRules, SelectorError, SelectorLayer
+    from autograd_lint.selection import SelectorError
 
-    config = empty_config(directory)
     found = find_config(directory)
     if found is not None:
         try:
             # Unknown keys are the CLI's to warn about; an editor would repeat it on every file.
-            config = load_config(found, lambda message: None)
+            return load_config(found, lambda message: None)
         except (ConfigError, SelectorError, OSError) as error:
             _warn_once(f"{error}; using the default rules")
+    return empty_config(directory)
+
+
+@lru_cache(maxsize=256)
+def _selection_for(directory: str, opt_in: frozenset[str], in_a_project: bool = True) -> "RulesPerFile":
+    """The rules for files of ``directory``: its ``[tool.autograd-lint]``, then flake8's picks.
+    ``in_a_project``: the files have a project (``project_scope``), whose facts make the
+    project-wide rules right; a file of none is judged alone, and they stay off (AGL502 would
+    flag every Function whose test is in another file)."""
+    from autograd_lint.selection import RulesPerFile, EnabledRules, SelectorLayer
+
+    config = _config_for(directory)
     flake8_layer = SelectorLayer(extend_select=tuple(sorted(opt_in)))
-    selection = EnabledRules.from_layers([config.selector_layer(), flake8_layer]).without(PROJECT_WIDE_CODES)
+    selection = EnabledRules.from_layers([config.selector_layer(), flake8_layer])
+    if not in_a_project:
+        selection = selection.without(PROJECT_WIDE_CODES)
     return RulesPerFile(selection, config.per_file_ignores, config.root)
+
+
+@lru_cache(maxsize=256)
+def _may_have_a_project(directory: str) -> bool:
+    """Is a settings file, a repository or a package around ``directory`` (``project_scope``)?
+    Asked with plain file system calls: a file of no project loads nothing more."""
+    if os.path.isfile(os.path.join(directory, "__init__.py")):
+        return True
+    while True:
+        if os.path.exists(os.path.join(directory, ".git")) or os.path.isfile(os.path.join(directory, "pyproject.toml")):
+            return True
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return False
+        directory = parent
+
+
+def _project_of(filename: str) -> "Optional[ProjectSnapshot]":
+    """The facts of the project of ``filename`` on disk (None: it has none), gathered once per
+    project and process from the CLI's cache (``engine.gather_project``)."""
+    from autograd_lint.project_scope import project_root
+
+    config = _config_for(os.path.dirname(os.path.abspath(filename)))
+    root = project_root(filename, config)
+    if root is None:
+        return None
+    if config.path is None:  # the same defaults for every directory of the project: one load
+        from autograd_lint.config import empty_config
+
+        config = empty_config(root)
+    return _project(root, config)
+
+
+@lru_cache(maxsize=16)
+def _project(root: str, config: "Config") -> "ProjectSnapshot":
+    from autograd_lint.cache import DEFAULT_CACHE_DIR
+    from autograd_lint.discovery import exclude_spec
+    from autograd_lint.engine import gather_project
+    from autograd_lint.project_scope import project_files
+    from autograd_lint.source import DEFAULT_MAX_FILE_SIZE
+
+    found = project_files(root, config, exclude_spec(config.exclude, config.extend_exclude))
+    cache_dir = os.path.join(str(config.root) if config.path is not None else root,
+                             config.cache_dir or DEFAULT_CACHE_DIR)
+    project = gather_project(found.files, config.max_file_size or DEFAULT_MAX_FILE_SIZE, cache_dir, found.stats)
+    # Kept until the process ends, as the loaded analysis is: out of the collector's sight too.
+    gc.collect()
+    gc.freeze()
+    return project
 
 
 @lru_cache(maxsize=None)

@@ -70,7 +70,7 @@ def facts_of(source: SourceFile, final_names: Optional[frozenset[str]] = None) -
     (``SourceFile.keep_only_index``)."""
     if source.tree is None:
         return agl000(source.path, source.problem, *source.problem_at)
-    facts = facts_from_index(source.facts_index())
+    facts = facts_from_index(source.facts_index(), source.text)
     if final_names is not None:
         source.keep_only_index(final_names)
     return facts
@@ -144,6 +144,9 @@ def _lint_analysable(source: SourceFile, codes: frozenset[str], project: Project
          m.info.node.end_lineno or m.info.node.lineno)
         for m in module.classes
     ]
+    # Line 0: code of another file (a base class's method this file's class inherits): never
+    # reported here (the base's own file reports it), and no suppression here is used by it.
+    findings = [f for f in findings if f.line > 0]
     if UNUSED_SUPPRESSION in codes:  # judged on every finding, before any is suppressed
         findings.extend(suppression_problems(findings, path, source.text, spans, codes,
                                              {m.info.node.lineno: m.name for m in module.classes}))

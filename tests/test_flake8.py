@@ -115,13 +115,20 @@ def test_opt_in_rules_need_their_full_code_in_flake8s_select(plugin_registered):
     assert agl305 and [item for item in named[path] if item[0] == "AGL305"] == agl305
 
 
-def test_project_wide_agl502_never_runs_in_flake8(plugin_registered):
-    # fixtures/AGL502/bad.py has Functions that no gradcheck in the file reaches: the CLI, given
-    # the file alone and --select AGL502, flags them; flake8 sees one file and must not.
+def test_project_wide_agl502_runs_in_flake8_with_the_projects_facts(plugin_registered, tmp_path: Path):
+    # flake8 sees one file, but judges it with the facts of its project (fixtures/AGL502/, a
+    # subproject of this repository): the gradcheck calls of its other files count, and it
+    # reports what the CLI reports on the whole directory.
     path = "fixtures/AGL502/bad.py"
-    alone = run_in_process("--format", "json", "--select", "AGL502", str(REPO_ROOT / path), cwd=REPO_ROOT)
-    assert json.loads(alone.stdout)["findings"]
-    named = run_flake8("--select", "AGL502", path, cwd=REPO_ROOT)
+    whole = run_in_process("--format", "json", "--select", "AGL502", "fixtures/AGL502", cwd=REPO_ROOT)
+    expected = sorted((f["code"], f["line"], f["column"]) for f in json.loads(whole.stdout)["findings"]
+                      if f["path"] == path)
+    assert expected
+    assert parse(run_flake8("--select", "AGL502", path, cwd=REPO_ROOT).stdout) == {path: expected}
+    # A file of no project (no settings, no repository, no package) is judged alone: AGL502 would
+    # flag every Function whose test is elsewhere, and stays off.
+    write(tmp_path / "bad.py", (REPO_ROOT / path).read_text(encoding="utf-8"))
+    named = run_flake8("--select", "AGL502", "bad.py", cwd=tmp_path)
     assert named.returncode == 0 and named.stdout == "", named.stdout
 
 
@@ -161,8 +168,9 @@ def test_parallel_and_serial_runs_agree(plugin_registered):
     assert parallel.stdout == serial.stdout and serial.stdout
 
 
-def test_a_file_without_function_classes_loads_no_analysis():
-    """What an editor pays on an ordinary file: two substring searches, no libcst import."""
+def test_a_file_without_function_classes_loads_no_analysis(tmp_path: Path):
+    """What an editor pays on an ordinary file of no project: two substring searches, no libcst
+    import."""
     script = textwrap.dedent("""\
         import ast, sys
         from autograd_lint.flake8_plugin import Plugin
@@ -170,8 +178,13 @@ def test_a_file_without_function_classes_loads_no_analysis():
         findings = list(Plugin(ast.parse(text), "plain.py", text.splitlines(True)).run())
         print(findings, "libcst" in sys.modules, "autograd_lint.engine" in sys.modules)
         """)
-    result = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=60, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
     assert result.stdout.split() == ["[]", "False", "False"], result.stderr
+    # In a project (this repository) that has Function classes, the file could subclass one of
+    # them without naming Function: the project's facts (from the cache) say it does not.
+    result = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    assert result.stdout.split() == ["[]", "False", "True"], result.stderr
 
 
 def test_no_libcst_parse_unless_a_function_class_is_possible(monkeypatch):
@@ -224,13 +237,15 @@ print(json.dumps(report))
 """
 
 
-def test_the_loaded_analysis_is_out_of_the_garbage_collectors_sight():
+def test_the_loaded_analysis_is_out_of_the_garbage_collectors_sight(tmp_path: Path):
     """Loading the analysis (libcst, the rules) adds some 25,000 long-lived objects to flake8's
     process; left to the collector, every full collection walks them again (flake8 over torch:
     its collections took twice as long). Once loaded, the plugin freezes them out of its sight;
     a file that cannot hold a Function class loads nothing and changes nothing."""
+    # In a directory of no project: the plain file loads nothing at all (in a project, it loads
+    # the project's facts once, frozen out of the collector's sight as the analysis is).
     process = subprocess.run([sys.executable, "-c", _COLLECTOR_SCRIPT, BUGGY_SOURCE], capture_output=True,
-                             text=True, timeout=120, cwd=REPO_ROOT)
+                             text=True, timeout=120, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
     assert process.returncode == 0, process.stderr
     report = json.loads(process.stdout)
     assert report["plain_findings"] == 0 and not report["plain_loads_libcst"]

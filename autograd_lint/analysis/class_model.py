@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Callable, Optional, Union
 import libcst as cst
 
 from autograd_lint.analysis.module_index import ClassInfo
-from autograd_lint.analysis.project import ProjectFacts
-from autograd_lint.analysis.snippet import ParsedClass, Span
+from autograd_lint.analysis.project import ClassSource, ProjectFacts
+from autograd_lint.analysis.snippet import ParsedClass, RemoteClass, Span
 from autograd_lint.analysis.syntax import (
     code_children,
     constant_index,
@@ -777,6 +777,12 @@ def build_function_model(
     )
     remote_bases = [info.base_keys[b] for b in info.function_bases if b not in local_models and b in info.base_keys]
     remote_bases += [n for base in bases if base.unknown_base for n in base.remote_bases]
+    if remote_bases and project is not None and not bases:
+        remote = _remote_methods(project, remote_bases, qualify)
+        if remote is not None:
+            inherited_methods, qualify = remote
+            for name, method in inherited_methods.items():
+                methods.setdefault(name, method)
     inherited = project.inherited(remote_bases) if project is not None and remote_bases else None
     # setup_context of its own, inherited, or assigned after the class body (`MyFn.setup_context = ...`)
     style = "new" if "setup_context" in methods or "setup_context" in info.methods or (
@@ -786,6 +792,62 @@ def build_function_model(
         bases=bases, unknown_base=unknown_base, inherited_from_project=inherited,
         remote_bases=remote_bases, key=key or info.name, project=project,
     )
+
+
+def _remote_methods(project: ProjectFacts, base_keys: list[str], qualify: Callable[[str], str]
+                    ) -> Optional[tuple[dict[str, Method], Callable[[str], str]]]:
+    """The autograd methods that Function bases in other modules (``base_keys``, and their own
+    bases, first found first) define, read from their source in the project facts, and the
+    names of the subclass's module and theirs together; None when one of them is not known, or
+    its module means another thing than the subclass's by a name (its code would be misread:
+    nothing is inherited, as before)."""
+    methods: dict[str, Method] = {}
+    extra: dict[str, str] = {}
+    pending, seen = list(base_keys), set()
+    while pending:
+        key = pending.pop(0)
+        if key in seen:
+            continue
+        seen.add(key)
+        source = project.class_sources.get(key)
+        if source is None or source.star_imports:
+            return None
+        for name, target in source.imports:
+            bound = qualify(name)
+            if (bound != name and bound != target) or extra.setdefault(name, target) != target:
+                return None
+        parsed = _parsed_remote(source)
+        if parsed is None:
+            return None
+        for statement in parsed.node.body.body:
+            if isinstance(statement, cst.FunctionDef) and statement.name.value in METHOD_NAMES:
+                methods.setdefault(statement.name.value,
+                                   replace(_method(statement, key.rpartition(".")[2], parsed), inherited=True))
+        if key not in project.roots:
+            pending.extend(project.bases.get(key, []))
+
+    def both(dotted: str) -> str:
+        qualified = qualify(dotted)
+        head, _, rest = dotted.partition(".")
+        if qualified == dotted and head in extra:
+            return extra[head] + ("." + rest if rest else "")
+        return qualified
+
+    return methods, both
+
+
+_REMOTE_PARSED: dict[ClassSource, Optional[ParsedClass]] = {}
+
+
+def _parsed_remote(source: ClassSource) -> Optional[ParsedClass]:
+    """A class of another module, parsed once per process. Its positions are in another file:
+    ``RemoteClass.span`` places them on line 0, and the pipeline drops findings there."""
+    if source not in _REMOTE_PARSED:
+        try:
+            _REMOTE_PARSED[source] = RemoteClass(cst.parse_module(source.text))
+        except (cst.ParserSyntaxError, StopIteration):
+            _REMOTE_PARSED[source] = None
+    return _REMOTE_PARSED[source]
 
 
 def bind_arguments(helper: Method, call: cst.Call) -> Optional[dict[str, cst.BaseExpression]]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import re
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Iterable, Optional
 
@@ -38,6 +39,21 @@ class FileFacts:
     # code we cannot see), so subclasses in other files know what they inherit.
     class_members: dict[str, tuple[set[str], Optional[set[str]]]] = field(default_factory=dict)
     grad_fn_attributes: set[str] = field(default_factory=set)  # `y.grad_fn.attr = ...`
+    # class name -> its source, for the classes that define autograd methods and have bases:
+    # a subclass in another module inherits what they define (``class_model``).
+    class_sources: dict[str, "ClassSource"] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ClassSource:
+    """A class statement's text (decorators included, dedented to column 0), where it starts in
+    its file, and its module's imports (local name -> qualified name), so that the methods a
+    subclass in another module inherits are read with the names of the module they are in."""
+
+    text: str
+    line: int
+    imports: tuple[tuple[str, str], ...]
+    star_imports: tuple[str, ...] = ()
 
 
 @dataclass
@@ -60,6 +76,8 @@ class ProjectFacts:
     class_members: dict[str, tuple[set[str], Optional[set[str]]]] = field(default_factory=dict)
     # ctx attributes some code sets from outside the Function, through an output's grad_fn
     grad_fn_attributes: frozenset[str] = frozenset()
+    # Function classes some Function class derives from -> their source (what subclasses inherit)
+    class_sources: dict[str, ClassSource] = field(default_factory=dict)
 
     @property
     def function_keys(self) -> frozenset[str]:
@@ -172,7 +190,11 @@ class ProjectFacts:
         gradchecked: set[str] = set()
         helpers: dict[str, set[str]] = {}
         members: dict[str, tuple[set[str], Optional[set[str]]]] = {}
+        sources: dict[str, Optional[ClassSource]] = {}
         for module, facts in located:
+            for name, source in facts.class_sources.items():
+                key = f"{module.name}.{name}"
+                sources[key] = None if key in sources else source  # two classes of that key: neither
             scope = scopes[module]
             for name, counts in facts.apply_arg_counts.items():
                 key = scope.function_key(name)
@@ -195,6 +217,7 @@ class ProjectFacts:
             gradchecked |= reached
             gradchecked_names |= {k.rpartition(".")[2] for k in reached}
         function_bases = {key: sorted(b for b in found if b in keys) for key, found in base_keys.items() if key in keys}
+        subclassed = frozenset(b for found in function_bases.values() for b in found)
         return cls(
             grad_fn_attributes=frozenset(a for _, facts in all_facts for a in facts.grad_fn_attributes),
             names=table,
@@ -202,15 +225,20 @@ class ProjectFacts:
             roots=frozenset(roots),
             class_members={key: value for key, value in members.items() if key in keys},
             function_names=frozenset(function_names),
-            subclassed_keys=frozenset(b for found in function_bases.values() for b in found),
+            subclassed_keys=subclassed,
+            class_sources={key: source for key, source in sources.items() if key in subclassed and source is not None},
             apply_arg_counts=apply_counts,
             apply_arg_kinds=apply_kinds,
             gradchecked_keys=frozenset(gradchecked),
         )
 
 
-def facts_from_index(index: ModuleIndex) -> FileFacts:
+def facts_from_index(index: ModuleIndex, text: Optional[str] = None) -> FileFacts:
+    """``text``: the file's text, for ``class_sources``."""
     facts = FileFacts()
+    imports = tuple(sorted(index.imports.names.items()))
+    star_imports = tuple(sorted(index.imports.star_modules))
+    lines: Optional[list[str]] = None
     for info in index.classes:
         # `nn.Conv2d` resolves to torch.nn.Conv2d: it is not the project's Function `Conv2d`.
         base_names = [
@@ -220,6 +248,12 @@ def facts_from_index(index: ModuleIndex) -> FileFacts:
         direct = any(q in FUNCTION_BASES for q in info.qualified_bases)
         facts.classes.append((info.name, base_names, direct or info.is_function, list(info.bases)))
         facts.class_members[info.name] = (set(info.methods), _ctx_attributes_set(info.node))
+        if text is not None and base_names and not _AUTOGRAD_METHODS.isdisjoint(info.methods):
+            if lines is None:
+                lines = _LINE.findall(text)
+            source = _class_text(lines, info.node)
+            if source is not None:
+                facts.class_sources[info.name] = ClassSource(source[0], source[1], imports, star_imports)
     facts.symbols = index.symbols
     facts.apply_arg_counts = {k: list(v) for k, v in index.apply_arg_counts.items()}
     facts.apply_arg_kinds = {k: list(v) for k, v in index.apply_arg_kinds.items()}
@@ -240,6 +274,25 @@ def facts_from_index(index: ModuleIndex) -> FileFacts:
 
 
 _CTX_METHODS = ("forward", "setup_context", "backward", "jvp", "vjp")
+_AUTOGRAD_METHODS = frozenset(_CTX_METHODS)
+# A line as Python numbers them (ends kept): "\n", "\r\n" or "\r" ends it, nothing else (unlike
+# str.splitlines). Here rather than analysis.syntax's: the first pass never loads libcst.
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
+
+def _class_text(lines: list[str], node: ast.ClassDef) -> Optional[tuple[str, int]]:
+    """The class statement's text dedented to column 0, and the file line it starts on; None when
+    a line of it is not indented as deep as the class (a string's continuation lines)."""
+    first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+    last = node.end_lineno or node.lineno
+    indent = node.col_offset
+    kept = []
+    for text in lines[first - 1 : last]:
+        if indent and text.strip() and text[:indent].strip(" \t"):
+            return None
+        kept.append(text[indent:] if text.strip() else text.lstrip(" \t") or "\n")
+    source = "".join(kept)
+    return (source if source.endswith("\n") else source + "\n"), first
 
 
 def _ctx_attributes_set(node: ast.ClassDef) -> Optional[set[str]]:

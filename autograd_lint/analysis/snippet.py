@@ -54,6 +54,17 @@ class ParsedClass:
         return self._column_offset if snippet_line in self._dedented_lines else 0
 
 
+class RemoteClass(ParsedClass):
+    """A class of another file (a Function base class a subclass here inherits methods from):
+    its positions are not this file's, so they are all line 0, which the pipeline never reports."""
+
+    def __init__(self, module: cst.Module) -> None:
+        super().__init__(module, 0, 0, frozenset())
+
+    def span(self, node: cst.CSTNode) -> Span:
+        return Span(0, 0, 0, 0)
+
+
 def parse_class(lines: list[str], node: ast.ClassDef) -> ParsedClass:
     """Parse the class ``node`` (from the ast index) out of the file's ``lines`` with libcst.
 

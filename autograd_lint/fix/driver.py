@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import sys
 import tokenize
 from dataclasses import dataclass, field
 from typing import Callable, Optional, TextIO
@@ -92,9 +93,21 @@ def process(results: list, args: argparse.Namespace, selection_for, relint: Call
     return Outcome(results, [] if quiet else [line])
 
 
-def fix_file(path: str, findings: list[Finding], selection, unsafe: bool) -> FileFix:
+def fix_text(path: str, data: bytes, findings: list[Finding], selection, args: argparse.Namespace) -> FileFix:
+    """``fix_file`` for a text read from stdin (``autograd-lint - --fix``): the fixes are not
+    written anywhere; failures go to stderr as for a file."""
+    fixed = fix_file(path, findings, selection, FixOptions.from_args(args).unsafe, data)
+    for failure in fixed.fixer_failures:
+        print(f"{path}: {failure}", file=sys.stderr)
+    if fixed.error:
+        print(f"{path}: {fixed.error}", file=sys.stderr)
+    return fixed
+
+
+def fix_file(path: str, findings: list[Finding], selection, unsafe: bool, data: Optional[bytes] = None) -> FileFix:
+    """``data``: the file's bytes, when they are not to be read from ``path`` (stdin)."""
     try:
-        data = read_bytes(path, None)
+        data = read_bytes(path, None) if data is None else data
         encoding = tokenize.detect_encoding(io.BytesIO(data).readline)[0]
         text = data.decode(encoding)  # utf-8-sig drops the BOM here and writes it back later
     except (SourceError, SyntaxError, LookupError, UnicodeDecodeError) as error:
