@@ -17,6 +17,6 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
         if module.key_of(model) not in module.project.gradchecked_keys:
             yield module.at_class(
                 CODE, model,
-                f"no gradcheck/gradgradcheck call in the linted paths reaches {model.name}: "
+                f"no gradcheck/gradgradcheck call in the project reaches {model.name}: "
                 f"its backward formula is untested",
             )
