@@ -90,6 +90,33 @@ class Method:
         """Every node of the body in source order, nested functions and lambdas excluded."""
         return own_nodes(self.node)
 
+    @cached_property
+    def binding_sites(self) -> list[tuple[cst.CSTNode, Optional[cst.BaseExpression]]]:
+        """Each (target, value) a statement of the body binds, in source order: an assignment's
+        target and value; None as the value where it cannot be read (a loop variable, a
+        ``with ... as``, an ``except ... as``, an import). The targets are as written (a Name,
+        a Tuple, an Attribute...): each reader unpacks them its own way."""
+        sites: list[tuple[cst.CSTNode, Optional[cst.BaseExpression]]] = []
+        for node in self.nodes_of(cst.Assign, cst.AnnAssign, cst.NamedExpr, cst.For, cst.CompFor, cst.WithItem,
+                                  cst.ExceptHandler, cst.Import, cst.ImportFrom):
+            if isinstance(node, cst.Assign):
+                sites.extend((target.target, node.value) for target in node.targets)
+            elif isinstance(node, (cst.AnnAssign, cst.NamedExpr)):
+                if node.value is not None:
+                    sites.append((node.target, node.value))
+            elif isinstance(node, (cst.For, cst.CompFor)):
+                sites.append((node.target, None))
+            elif isinstance(node, cst.WithItem):
+                if node.asname is not None:
+                    sites.append((node.asname.name, None))
+            elif isinstance(node, cst.ExceptHandler):
+                if node.name is not None:
+                    sites.append((node.name.name, None))
+            elif not isinstance(node.names, cst.ImportStar):
+                sites.extend((alias.asname.name if alias.asname else alias.name, None) for alias in node.names
+                             if isinstance(alias.asname.name if alias.asname else alias.name, cst.Name))
+        return sites
+
     def nodes_of(self, *types: type) -> list[cst.CSTNode]:
         """The nodes of ``nodes`` that are instances of ``types``, in source order.
 
@@ -1038,26 +1065,8 @@ def local_assignments(method: Method, ctx_names: frozenset[str], model: Optional
         elif isinstance(target, cst.StarredElement):
             bind(target.value, None)
 
-    for node in method.nodes_of(cst.Assign, cst.AnnAssign, cst.NamedExpr, cst.For, cst.CompFor, cst.WithItem,
-                                cst.ExceptHandler, cst.Import, cst.ImportFrom):
-        if isinstance(node, cst.Assign):
-            for target in node.targets:
-                bind(target.target, node.value)
-        elif isinstance(node, cst.AnnAssign) and node.value is not None:
-            bind(node.target, node.value)
-        elif isinstance(node, cst.NamedExpr):
-            bind(node.target, node.value)
-        elif isinstance(node, (cst.For, cst.CompFor)):
-            bind(node.target, None)
-        elif isinstance(node, cst.WithItem) and node.asname is not None:
-            bind(node.asname.name, None)
-        elif isinstance(node, cst.ExceptHandler) and node.name is not None:
-            bind(node.name.name, None)
-        elif isinstance(node, (cst.Import, cst.ImportFrom)) and not isinstance(node.names, cst.ImportStar):
-            for alias in node.names:
-                bound = alias.asname.name if alias.asname else alias.name
-                if isinstance(bound, cst.Name):
-                    bind(bound, None)
+    for target, value in method.binding_sites:
+        bind(target, value)
     return result
 
 

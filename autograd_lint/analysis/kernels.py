@@ -365,9 +365,6 @@ def _makes_contiguous(call: cst.Call) -> bool:
 def _bindings(method: "Method") -> dict[str, list]:
     """Every value bound to each local name of ``method``: an expression, an ``_Unpacked`` for a
     name of a tuple target, or None for a binding that cannot be read (a loop, ``with``)."""
-    cached = method.__dict__.get("_layout_bindings")
-    if cached is not None:
-        return cached
     result: dict[str, list] = {}
 
     def bind(target: cst.CSTNode, value) -> None:
@@ -388,25 +385,8 @@ def _bindings(method: "Method") -> dict[str, list]:
         elif isinstance(target, cst.StarredElement):
             bind(target.value, None)
 
-    for node in method.nodes_of(cst.Assign, cst.AnnAssign, cst.NamedExpr, cst.For, cst.CompFor, cst.WithItem,
-                                cst.ExceptHandler, cst.Import, cst.ImportFrom):
-        if isinstance(node, cst.Assign):
-            for target in node.targets:
-                bind(target.target, node.value)
-        elif isinstance(node, (cst.AnnAssign, cst.NamedExpr)) and node.value is not None:
-            bind(node.target, node.value)
-        elif isinstance(node, (cst.For, cst.CompFor)):
-            bind(node.target, None)
-        elif isinstance(node, cst.WithItem) and node.asname is not None:
-            bind(node.asname.name, None)
-        elif isinstance(node, cst.ExceptHandler) and node.name is not None:
-            bind(node.name.name, None)
-        elif isinstance(node, (cst.Import, cst.ImportFrom)) and not isinstance(node.names, cst.ImportStar):
-            for alias in node.names:
-                bound = alias.asname.name if alias.asname else alias.name
-                if isinstance(bound, cst.Name):
-                    bind(bound, None)
-    method.__dict__["_layout_bindings"] = result
+    for target, value in method.binding_sites:  # the statements that bind, shared with class_model
+        bind(target, value)
     return result
 
 
