@@ -202,16 +202,7 @@ def test_pylsp_shows_a_cross_file_finding_in_an_unsaved_buffer(package: Path):
     path = package / "myops" / "activations.py"
     server = LanguageServer(package)
     try:
-        request = server.send("initialize", {
-            "processId": os.getpid(), "rootUri": package.as_uri(), "capabilities": {},
-            "initializationOptions": SETTINGS["pylsp"],
-        }, request=True)
-        server.wait_for(lambda m: m.get("id") == request, "initialize reply")
-        server.send("initialized", {})
-        server.send("workspace/didChangeConfiguration", {"settings": SETTINGS})
-        server.send("textDocument/didOpen", {"textDocument": {
-            "uri": path.as_uri(), "languageId": "python", "version": 1, "text": BUFFER,
-        }})
+        server.open_document(package, path, BUFFER, SETTINGS)
         published = server.wait_for(
             lambda m: m.get("method") == "textDocument/publishDiagnostics"
             and any(d["range"]["start"]["line"] == BUFFER_LINE - 1 for d in m["params"]["diagnostics"]),

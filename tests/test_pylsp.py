@@ -73,6 +73,20 @@ class LanguageServer:
                 return message
         pytest.fail(f"no {what} from pylsp within {TIMEOUT_S} s")
 
+    def open_document(self, root: Path, path: Path, text: str, settings: dict) -> None:
+        """What an editor does first: initialize on ``root``, configure the plugins, open
+        ``path`` with ``text`` (an unsaved buffer: the file on disk may differ)."""
+        request = self.send("initialize", {
+            "processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": {},
+            "initializationOptions": settings["pylsp"],
+        }, request=True)
+        self.wait_for(lambda m: m.get("id") == request, "initialize reply")
+        self.send("initialized", {})
+        self.send("workspace/didChangeConfiguration", {"settings": settings})
+        self.send("textDocument/didOpen", {"textDocument": {
+            "uri": path.as_uri(), "languageId": "python", "version": 1, "text": text,
+        }})
+
     def close(self) -> None:
         try:
             request = self.send("shutdown", {}, request=True)
@@ -112,16 +126,7 @@ def test_pylsp_publishes_agl_diagnostics_for_an_open_buggy_file(tmp_path: Path):
     path.write_text(BUGGY_SOURCE, encoding="utf-8")
     server = LanguageServer(tmp_path)
     try:
-        request = server.send("initialize", {
-            "processId": os.getpid(), "rootUri": tmp_path.as_uri(), "capabilities": {},
-            "initializationOptions": SETTINGS["pylsp"],
-        }, request=True)
-        server.wait_for(lambda m: m.get("id") == request, "initialize reply")
-        server.send("initialized", {})
-        server.send("workspace/didChangeConfiguration", {"settings": SETTINGS})
-        server.send("textDocument/didOpen", {"textDocument": {
-            "uri": path.as_uri(), "languageId": "python", "version": 1, "text": BUGGY_SOURCE,
-        }})
+        server.open_document(tmp_path, path, BUGGY_SOURCE, SETTINGS)
         published = server.wait_for(
             lambda m: m.get("method") == "textDocument/publishDiagnostics"
             and any(str(d.get("code", "")).startswith("AGL") for d in m["params"]["diagnostics"]),
