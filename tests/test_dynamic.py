@@ -564,8 +564,8 @@ def test_gradients_different_by_design_are_agl908_not_agl901(fixture_run):
     by_design = {f["function_class"]: f for f in findings if f["path"].endswith("by_design.py")
                  and f["code"].startswith("AGL9")}
     assert {name: f["code"] for name, f in by_design.items()} == {
-        "ScaledSin": "AGL901", "Float32SinWrong": "AGL901", "GuidedReLU": "AGL909"}
-    for name in ("RoundSTE", "GradReverse", "StitchGradient", "ClipGradient"):
+        "ScaledSin": "AGL901", "Float32SinWrong": "AGL901", "GuidedReLU": "AGL909", "ScaleDroppedCoordinate": "AGL901"}
+    for name in ("RoundSTE", "GradReverse", "StitchGradient", "ClipGradient", "SO2Log"):
         entry = function(report, name)
         assert entry["runtime_findings"] == ["AGL908"], (name, entry)
         assert "gradcheck" in entry["ran"] and "gradgradcheck" not in entry["ran"]
@@ -581,8 +581,8 @@ def test_agl908_says_which_kind_when_selected(tmp_path):
     result = run("--dynamic", "--no-cache", "--format", "json", "--extend-select", "AGL908", str(module),
                  cwd=tmp_path)
     found = {f["function_class"]: f for f in json.loads(result.stdout)["findings"] if f["code"] == "AGL908"}
-    assert set(found) == {"RoundSTE", "GradReverse", "StitchGradient", "ClipGradient", "ClipGradientToOne"}, \
-        result.stdout
+    assert set(found) == {"RoundSTE", "GradReverse", "StitchGradient", "ClipGradient", "ClipGradientToOne",
+                          "SO2Log"}, result.stdout
     assert all(f["severity"] == "info" for f in found.values())
     assert found["RoundSTE"]["message"].startswith(
         "RoundSTE: straight-through or surrogate estimator: forward is piecewise constant in input 0 (`x`)")
@@ -592,6 +592,9 @@ def test_agl908_says_which_kind_when_selected(tmp_path):
         "gradient by -1")
     assert "backward reroutes a gradient to input 0 (`x1`), which forward does not read" in \
         found["StitchGradient"]["message"]
+    assert found["SO2Log"]["message"].startswith(
+        "SO2Log: tangent-space gradient: the gradient for input 0 (`z`) is always zero in the last coordinate of "
+        "its last dimension: a gradient in the tangent space of a Lie group or manifold")
     # A gradient clipper is not linear, by design: its AGL909 is folded into AGL908.
     assert "backward is not linear in its gradient" in found["ClipGradient"]["message"]
     assert found["ClipGradientToOne"]["message"].startswith(

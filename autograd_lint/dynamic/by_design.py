@@ -8,7 +8,14 @@ Some Functions mean their backward not to be the derivative of forward
   gradient anyway;
 - a gradient modifier: forward returns an input unchanged (numerically: an output equals it) and
   backward scales, reverses or reroutes the gradient (gradient reversal, gradient multipliers,
-  a gradient "stitched" onto another input).
+  a gradient "stitched" onto another input);
+- a tangent-space gradient: the tensors hold points of a Lie group or manifold (a quaternion,
+  a pose: pypose's LieTensor) and backward returns the gradient in the tangent space (the Lie
+  algebra), padded with zeros to the tensor's size. Its Jacobian is exactly zero on the trailing
+  coordinate(s) of the last dimension (of the input, or of the output's gradient that backward
+  ignores) while forward's finite differences are not, and it differs from them on the other
+  coordinates too (a backward that only forgot the last coordinate, and is the derivative on
+  the rest, stays an AGL901).
 
 gradcheck fails on both, truthfully and uselessly; ``explain_failure`` recognises them from
 forward's numbers alone, input by input, so that a Function that also has a genuinely wrong
@@ -41,8 +48,11 @@ ZERO = 1e-12  # a finite-difference Jacobian entry below this is zero (the step 
 
 @dataclass
 class ByDesign:
-    kind: str  # "straight-through or surrogate estimator" | "gradient modifier"
+    kind: str  # "straight-through or surrogate estimator" | "gradient modifier" | TANGENT
     message: str
+
+
+TANGENT = "tangent-space gradient"
 
 
 def explain_failure(cls: type, make_inputs: Callable[[], tuple], names: list[str],
@@ -63,12 +73,17 @@ def explain_failure(cls: type, make_inputs: Callable[[], tuple], names: list[str
                               and torch.equal(output, value.detach()) for output in outputs)}
     parts: list[str] = []
     stepped, ignored = [], []
+    tangent = []
     for index, (analytical, numerical) in sorted(failing.items()):
         if not bool(torch.isfinite(analytical).all()):
             return None  # a NaN gradient is never by design: AGL901 says where
         what = _name(index, names)
         if index in passed_through:
             parts.append(f"forward returns {what} unchanged and backward {_scaled(analytical, numerical)}")
+            continue
+        padded = tangent_layout(analytical, numerical, tuple(inputs[index].shape), [tuple(o.shape) for o in outputs])
+        if padded:
+            tangent.append(f"the gradient for {what} {padded}")
             continue
         if numerical.numel() and float(numerical.abs().max()) > ZERO:
             return None  # forward depends smoothly on this input: the gradient should be its derivative
@@ -83,13 +98,95 @@ def explain_failure(cls: type, make_inputs: Callable[[], tuple], names: list[str
                      "Jacobian is zero, its value steps) and backward passes a nonzero gradient")
     if ignored:
         parts.append(f"backward reroutes a gradient to {', '.join(ignored)}, which forward does not read")
+    if tangent:
+        parts.append("; ".join(tangent) + ": a gradient in the tangent space of a Lie group or manifold, padded "
+                     "to the tensor's size, not the derivative in the tensor's coordinates")
     kind = "gradient modifier" if passed_through & set(failing) or ignored else \
-        "straight-through or surrogate estimator"
+        TANGENT if tangent and not stepped else "straight-through or surrogate estimator"
     hint = docstring_hint(cls)
     message = (f"{kind}: {'; '.join(parts)}. gradcheck fails by design (the gradient is not forward's "
                "derivative); backward's count, shapes, dtypes and finiteness were checked"
                + (f" (its documentation says \"{hint}\")" if hint else ""))
     return ByDesign(kind, message)
+
+
+def tangent_layout(analytical: torch.Tensor, numerical: torch.Tensor, input_shape: tuple,
+                   output_shapes: list[tuple]) -> str:
+    """How backward's Jacobian (outputs, input elements) has a tangent-space gradient's layout,
+    or "": exactly zero on the trailing coordinate(s) of the input's last dimension (the gradient
+    is padded), or on the rows of the trailing coordinate(s) of every output's last dimension
+    (backward ignores that part of the incoming gradient), where the finite differences are not
+    zero; and different from them elsewhere as well."""
+    if not input_shape or not analytical.numel():
+        return ""
+    free_columns = torch.ones(input_shape, dtype=torch.bool)
+    free_rows = torch.ones(analytical.shape[0], dtype=torch.bool)
+    said = []
+    padded = _trailing_zero_coordinates(analytical.reshape(analytical.shape[0], *input_shape).movedim(0, -1)
+                                        .reshape(*input_shape, -1), input_shape[-1])
+    if padded:
+        free_columns[..., -padded:] = False
+        said.append(f"is always zero in the last {_coordinates(padded)} of its last dimension")
+    ignored = _ignored_output_coordinates(analytical, output_shapes)
+    if ignored:
+        start = 0
+        for shape in output_shapes:
+            size = _numel(shape)
+            rows = torch.ones(shape, dtype=torch.bool)
+            rows[..., -ignored:] = False
+            free_rows[start:start + size] = rows.reshape(-1)
+            start += size
+        said.append(f"ignores the last {_coordinates(ignored)} of the output's gradient")
+    if not said:
+        return ""
+    columns = free_columns.reshape(-1)
+    free = analytical[free_rows][:, columns], numerical[free_rows][:, columns]
+    padding = ~(free_rows.unsqueeze(1) & columns.unsqueeze(0))
+    if not bool(padding.any()) or float(numerical[padding].abs().max()) <= ZERO:
+        return ""  # forward does not depend on those coordinates either: nothing was padded
+    if not free[0].numel() or torch.allclose(free[0], free[1], rtol=1e-3, atol=1e-5):
+        return ""  # the derivative everywhere else: a dropped coordinate, a bug (AGL901)
+    return " and ".join(said)
+
+
+def _trailing_zero_coordinates(jacobian_by_coordinate: torch.Tensor, size: int) -> int:
+    """How many trailing coordinates of the last input dimension have an all-zero Jacobian
+    (``jacobian_by_coordinate``: input shape, then the outputs), at most half of them."""
+    if size < 2 or jacobian_by_coordinate.dim() < 2:
+        return 0
+    count = 0
+    while count < size // 2 and not bool(jacobian_by_coordinate.select(-2, size - 1 - count).any()):
+        count += 1
+    return count
+
+
+def _ignored_output_coordinates(analytical: torch.Tensor, output_shapes: list[tuple]) -> int:
+    """How many trailing coordinates of every output's last dimension backward ignores (their
+    rows of the Jacobian are zero), at most half; 0 when the outputs disagree."""
+    if not output_shapes or any(len(shape) == 0 or shape[-1] < 2 for shape in output_shapes):
+        return 0
+    counts = []
+    start = 0
+    for shape in output_shapes:
+        size = _numel(shape)
+        rows = analytical[start:start + size].reshape(*shape, -1)
+        start += size
+        count = 0
+        while count < shape[-1] // 2 and not bool(rows.select(-2, shape[-1] - 1 - count).any()):
+            count += 1
+        counts.append(count)
+    return counts[0] if len(set(counts)) == 1 else 0
+
+
+def _numel(shape: tuple) -> int:
+    size = 1
+    for dimension in shape:
+        size *= dimension
+    return size
+
+
+def _coordinates(count: int) -> str:
+    return "coordinate" if count == 1 else f"{count} coordinates"
 
 
 def known_modifier(cls: type, make_inputs: Callable[[], tuple], function: Callable[..., Any]) -> str:
