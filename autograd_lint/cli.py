@@ -167,7 +167,7 @@ def _main(argv: list[str]) -> int:
 
         if internal_errors or missing:
             return EXIT_ERROR
-        if dynamic and dynamic.unchecked and dynamic.require_checked:  # asked for: not checked fails the run
+        if dynamic and dynamic.require_checked and dynamic.missed_checkable():  # asked for: not checked fails the run
             return EXIT_FINDINGS
         return EXIT_FINDINGS if run.findings and not args.exit_zero else EXIT_CLEAN
 
@@ -455,7 +455,7 @@ def _run_dynamic(results: list, args: argparse.Namespace, session, selection_for
     from autograd_lint.dynamic.runner import run_dynamic, write_report
 
     outcome = run_dynamic(results, selection_for, session.options, files, session)
-    for message in outcome.unchecked:  # every class it could not check, and why; even with --quiet
+    for message in outcome.notices:  # every class it could not check, and why; even with --quiet
         _warn(f"--dynamic: {message}")
     if args.dynamic_report:
         write_report(args.dynamic_report, outcome)

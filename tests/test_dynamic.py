@@ -269,7 +269,7 @@ def test_summary_line_counts_sources_and_confirmations(fixture_run):
     (total, checked, not_checked, built, rate, declared, call_sites, synthesized,
      confirmed, not_reproduced, unverified, runtime_count) = map(int, match.groups())
     assert total == len(report["functions"]) and built == declared + call_sites + synthesized
-    assert (declared, call_sites) == (3, 2) and rate == round(100 * built / total)
+    assert (declared, call_sites) == (5, 2) and rate == round(100 * built / total)
     assert checked + not_checked == total and checked == sum(1 for f in report["functions"] if f["status"] == "checked")
     # The summary counts what the findings say, one meaning per word.
     static = [f["confirmation"] for f in findings if not f["code"].startswith("AGL9")]
@@ -641,3 +641,30 @@ def test_a_module_that_disables_grad_mode_at_import_is_checked_with_grad_on(fixt
     _, findings, report = fixture_run
     assert not [f for f in findings if f["path"].endswith("grad_disabled_at_import.py")]
     assert {"gradcheck", "gradgradcheck"} <= set(function(report, "CubeGradOff")["ran"])
+
+
+def test_classes_it_cannot_check_are_listed_with_why(fixture_run):
+    """An abstract base is listed (not silently left out); classes of one module that all need a
+    compiled extension that is not built share one line that says so."""
+    result, _, report = fixture_run
+    base = function(report, "_ScaleBase")
+    assert (base["status"], base["reason"]) == (
+        "not-run", "an abstract base: it defines no forward (its subclasses do, and are checked on their own)")
+    assert "warning: --dynamic: fixtures/dynamic/unrunnable.py:8: _ScaleBase: not checked: an abstract base" \
+        in result.stderr
+    assert {"gradcheck", "gradgradcheck"} <= set(function(report, "Double")["ran"])
+    missing = ("needs the compiled extension or optional module `autograd_lint_fixture_fused_ext`, which is not "
+               "importable here (ModuleNotFoundError: No module named 'autograd_lint_fixture_fused_ext')")
+    for name in ("FusedGelu", "FusedSilu"):
+        assert (function(report, name)["status"], function(report, name)["reason"]) == ("no-inputs", missing)
+    lines = [line for line in result.stderr.splitlines() if "unrunnable.py" in line]
+    assert f"autograd-lint: warning: --dynamic: fixtures/dynamic/unrunnable.py: 2 Function classes not checked " \
+        f"(FusedGelu, FusedSilu): {missing}" in lines, lines
+    assert len(lines) == 2, lines
+
+
+def test_an_abstract_base_does_not_fail_require_checked(tmp_path):
+    module = write(tmp_path / "ops.py", "\n".join((DYNAMIC / "unrunnable.py").read_text().splitlines()[:23]) + "\n")
+    result = run("--dynamic", "--no-cache", "--dynamic-require-checked", str(module), cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "_ScaleBase: not checked: an abstract base" in result.stderr

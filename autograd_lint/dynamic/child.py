@@ -91,7 +91,13 @@ def main(argv: list[str]) -> int:
         result["classes"].append(entry)
         by_name.setdefault(cls.__name__, cls)
         by_name.setdefault(cls.__qualname__, cls)
-        inputs_by_class[cls.__name__] = check_class(cls, module, request, device, entry)
+        if "forward" not in _own_or_inherited(cls):
+            # Listed, not silently left out: its subclasses (checked on their own) supply forward.
+            entry["reason"] = ABSTRACT_BASE
+            entry["seconds"] = 0.0
+            inputs_by_class[cls.__name__] = ClassInputs(reason=ABSTRACT_BASE)
+        else:
+            inputs_by_class[cls.__name__] = check_class(cls, module, request, device, entry)
         writer.write()
 
     confirm = _load_confirm()
@@ -155,8 +161,12 @@ def import_module(path: str, project_root: str) -> Any:
     return module
 
 
+ABSTRACT_BASE = "an abstract base: it defines no forward (its subclasses do, and are checked on their own)"
+
+
 def function_classes(module: Any) -> list[type]:
-    """The Function classes the module itself defines (nested ones too), in source order."""
+    """The Function classes the module itself defines (nested ones too), in source order; those
+    without a forward of their own or inherited (abstract bases) too, so that the report lists them."""
     import torch
 
     found, stack, seen = [], [torch.autograd.Function], set()
@@ -165,7 +175,7 @@ def function_classes(module: Any) -> list[type]:
             if subclass not in seen:
                 seen.add(subclass)
                 stack.append(subclass)
-                if subclass.__module__ == module.__name__ and "forward" in _own_or_inherited(subclass):
+                if subclass.__module__ == module.__name__:
                     found.append(subclass)
     return sorted(found, key=lambda cls: (_source_line(cls), cls.__qualname__))
 

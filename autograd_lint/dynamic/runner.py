@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
+from autograd_lint.dynamic.child import ABSTRACT_BASE
 from autograd_lint.dynamic.dedupe import Merge, RuntimeResult, merge_explained, merged_line
 from autograd_lint.dynamic.processes import Ending, Job, Launcher
 from autograd_lint.dynamic.progress import module_progress
@@ -107,6 +108,14 @@ class DynamicOutcome:
     summary: dict  # the counts (summary_counts)
     summary_line: str
     require_checked: bool = False  # the option: a class in ``unchecked`` fails the run
+    # What to warn about the classes not checked: ``unchecked``, except that classes of one module
+    # that all lack the same thing (a compiled extension, CUDA) share a line.
+    notices: list[str] = field(default_factory=list)
+
+    def missed_checkable(self) -> bool:
+        """A class that could have been checked was not (an abstract base cannot be: it is listed,
+        and does not fail --dynamic-require-checked)."""
+        return any(entry["status"] != "checked" and entry["reason"] != ABSTRACT_BASE for entry in self.functions)
 
 
 class DynamicSession:
@@ -274,13 +283,71 @@ def _outcome(results: list, answers: dict[str, ModuleAnswer], selection_for: Cal
         updated.append(replace(result, findings=findings))
     unchecked = [_unchecked_line(entry) for entry in functions if entry["status"] != "checked"]
     counts = summary_counts(functions, updated, len(answers), seconds)
-    return DynamicOutcome(updated, functions, unchecked, counts, summary_line(counts))
+    return DynamicOutcome(updated, functions, unchecked, counts, summary_line(counts),
+                          notices=unchecked_notices(functions))
 
 
 def _unchecked_line(entry: dict) -> str:
     where = f"{entry['path']}:{entry['line']}" if entry["line"] else entry["path"]
     name = entry["function_class"] or "a Function class"
     return f"{where}: {name}: not checked: {entry['reason']}"
+
+
+# What this machine lacks, read from forward's exception: the reason is the same for every class
+# of a module that needs it, so it is said once per module.
+_MISSING_MODULE = re.compile(r"(?:ModuleNotFoundError|ImportError|OptionalImportError|OSError)\b.*?"
+                             r"(?:No module named '([\w.]+)'|import ([\w.]+)\b|cannot open shared object file|"
+                             r"undefined symbol|Could not load this library: (\S+))")
+_NEEDS_CUDA = re.compile(r"Torch not compiled with CUDA enabled|Found no NVIDIA driver|no CUDA GPUs are available|"
+                         r"CUDA driver|requires a GPU|CUDA is not available", re.IGNORECASE)
+
+
+def missing_environment(reason: str) -> str:
+    """"needs CUDA ..." or "needs the compiled extension ..." when ``reason`` (why a class was not
+    checked) shows that the machine lacks it, else ""."""
+    if _NEEDS_CUDA.search(reason):
+        return "needs CUDA, which this machine does not have"
+    match = _MISSING_MODULE.search(reason)
+    if match:
+        name = next((group for group in match.groups() if group), "")
+        return (f"needs the compiled extension or optional module `{name}`, which is not importable here"
+                if name else "needs a compiled extension that does not load here")
+    return ""
+
+
+def _environment_reason(reason: str) -> str:
+    """``reason`` said plainly when it is something this machine lacks: what is missing, then the
+    exception that showed it (not the shapes that were being tried)."""
+    missing = missing_environment(reason)
+    if not missing:
+        return reason
+    raised = reason[reason.index("raised ") + len("raised "):] if "raised " in reason else reason
+    return f"{missing} ({raised.rstrip(')').rstrip('.')})"
+
+
+def unchecked_notices(functions: list[dict]) -> list[str]:
+    """The warnings for the classes not checked: one line per class, except that the classes of a
+    module that all lack the same thing (a compiled extension, CUDA) share one line."""
+    order: list[tuple[str, str]] = []  # (path, what is missing), or (line, "") for a class alone
+    grouped: dict[tuple[str, str], list[dict]] = {}
+    for entry in functions:
+        if entry["status"] == "checked":
+            continue
+        missing = missing_environment(entry["reason"])
+        key = (entry["path"], missing) if missing else (_unchecked_line(entry), "")
+        if key not in grouped:
+            order.append(key)
+            grouped[key] = []
+        grouped[key].append(entry)
+    lines = []
+    for key in order:
+        entries = grouped[key]
+        if len(entries) == 1:
+            lines.append(_unchecked_line(entries[0]))
+            continue
+        names = ", ".join(entry["function_class"] or "?" for entry in entries)
+        lines.append(f"{key[0]}: {len(entries)} Function classes not checked ({names}): {entries[0]['reason']}")
+    return lines
 
 
 def _confirmed(finding: Finding, index: int, answer: Optional[ModuleAnswer], result) -> Finding:
@@ -374,8 +441,10 @@ def _entry(path: str, name: Optional[str], line: Optional[int], status: str, rea
 def _class_status(entry: dict, answer: ModuleAnswer) -> tuple[str, str]:
     if "seconds" not in entry:  # the child ended while on this class
         return answer.status or "crashed", answer.failure or "the check did not finish"
+    if entry.get("reason") == ABSTRACT_BASE:
+        return "not-run", ABSTRACT_BASE
     if not entry.get("inputs"):
-        return "no-inputs", entry.get("reason") or "could not build inputs"
+        return "no-inputs", _environment_reason(entry.get("reason") or "could not build inputs")
     if not entry.get("ran"):
         return "not-run", "; ".join(entry.get("skipped") or ()) or "no runtime check ran"
     return "checked", ""

@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""`--dynamic` on installed published packages: how many Function classes it checks, and what it reports.
+
+The static ecosystem check (bench/ecosystem.py) only reads packages. This one runs them, so the
+packages must be installed, with their dependencies, in the Python that runs this script, next
+to autograd-lint and torch 2.13.0 (pinned, so that no dependency pulls in another build)::
+
+    python3 -m venv /tmp/venv-dyn && . /tmp/venv-dyn/bin/activate
+    pip install -e . torch==2.13.0 -c bench/dynamic-constraints.txt \
+        entmax torchdiffeq pypose gpytorch pyro-ppl botorch speechbrain monai fairscale
+    python bench/dynamic_ecosystem.py run --out /tmp/dyn-now
+    python bench/dynamic_ecosystem.py compare /tmp/dyn-before /tmp/dyn-now
+
+`run` lints each package's installed directory with the real CLI, as a user would::
+
+    python -m autograd_lint --dynamic --no-cache --extend-select AGL908 --format json \
+        --dynamic-report OUT/PKG-report.json SITE/PKG
+
+(AGL908, the by-design gradients, is off by default; it is selected to see the classification)
+and prints, per package, the classes, how many were checked, why the others were not, and the
+runtime findings (AGL9xx) by code and severity; then every runtime finding at error severity,
+to be read in its code (bench/dynamic-findings.md holds the verdicts). `compare` prints the
+classes whose status or runtime findings changed between two runs. CI never runs this.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import subprocess
+import sys
+import sysconfig
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+# Import name of each package of bench/ecosystem-packages.txt that --dynamic is measured on.
+PACKAGES = ("entmax", "torchdiffeq", "pypose", "gpytorch", "pyro", "botorch", "speechbrain", "monai", "fairscale")
+
+
+def run(args: argparse.Namespace) -> int:
+    site = Path(args.site_packages or sysconfig.get_paths()["purelib"])
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for package in args.packages or PACKAGES:
+        if not (site / package).is_dir():
+            print(f"{package}: not installed in {site}", file=sys.stderr)
+            continue
+        started = time.perf_counter()
+        with open(out / f"{package}.json", "w", encoding="utf-8") as stdout, \
+                open(out / f"{package}.err", "w", encoding="utf-8") as stderr:
+            completed = subprocess.run(
+                [sys.executable, "-m", "autograd_lint", "--dynamic", "--no-cache", "--extend-select", "AGL908",
+                 "--format", "json", "--dynamic-report", str(out / f"{package}-report.json"), str(site / package)],
+                stdout=stdout, stderr=stderr, cwd=REPO, check=False)
+        print(f"{package}: exit {completed.returncode}, {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    return summary(out, args.packages or PACKAGES)
+
+
+def _load(out: Path, package: str) -> tuple[dict, list[dict]]:
+    report = json.loads((out / f"{package}-report.json").read_text(encoding="utf-8"))
+    findings = json.loads((out / f"{package}.json").read_text(encoding="utf-8"))["findings"]
+    return report, [finding for finding in findings if finding["code"].startswith("AGL9")]
+
+
+def summary(out: Path, packages) -> int:
+    totals = collections.Counter()
+    errors = []
+    print(f"| package | classes | checked | not checked | runtime findings |\n|---|---:|---:|---|---|")
+    for package in packages:
+        if not (out / f"{package}-report.json").is_file():
+            continue
+        report, runtime = _load(out, package)
+        counts = report["summary"]
+        why = ", ".join(f"{number} {status}" for status, number in counts["not_checked"].items() if number)
+        by_code = collections.Counter(f"{f['code']} {f['severity']}" for f in runtime)
+        print(f"| {package} | {counts['function_classes']} | {counts['checked']} | {why} | "
+              f"{', '.join(f'{n} {code}' for code, n in sorted(by_code.items()))} |")
+        totals["classes"] += counts["function_classes"]
+        totals["checked"] += counts["checked"]
+        errors += [f for f in runtime if f["severity"] == "error"]
+    if totals["classes"]:
+        print(f"\n{totals['checked']} of {totals['classes']} classes checked "
+              f"({100 * totals['checked'] / totals['classes']:.0f}%); {len(errors)} runtime findings at error severity:")
+    for finding in errors:
+        where = finding["path"].split("site-packages/")[-1]
+        print(f"- {where}:{finding['line']} {finding['code']} {finding['message'][:200]}")
+    return 0
+
+
+def compare(args: argparse.Namespace) -> int:
+    before, after = Path(args.before), Path(args.after)
+    for package in PACKAGES:
+        if not ((before / f"{package}-report.json").is_file() and (after / f"{package}-report.json").is_file()):
+            continue
+        old = {(f["path"], f["function_class"]): f for f in _load(before, package)[0]["functions"]}
+        new = {(f["path"], f["function_class"]): f for f in _load(after, package)[0]["functions"]}
+        for key in sorted(set(old) | set(new), key=lambda key: (key[0], key[1] or "")):
+            was, now = old.get(key), new.get(key)
+            shown = lambda entry: "absent" if entry is None else \
+                f"{entry['status']} {entry['runtime_findings'] or ''}".strip()  # noqa: E731
+            if shown(was) != shown(now):
+                print(f"{package} {key[1]}: {shown(was)} -> {shown(now)}"
+                      + (f" ({now['reason'][:160]})" if now and now["reason"] else ""))
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    run_parser = commands.add_parser("run", help="run --dynamic over the installed packages")
+    run_parser.add_argument("--out", required=True, help="directory for the JSON outputs")
+    run_parser.add_argument("--site-packages", help="where the packages are installed (default: this Python's)")
+    run_parser.add_argument("packages", nargs="*", help=f"import names (default: {' '.join(PACKAGES)})")
+    summary_parser = commands.add_parser("summary", help="the table and the error findings of a run")
+    summary_parser.add_argument("out")
+    compare_parser = commands.add_parser("compare", help="classes whose status or findings changed")
+    compare_parser.add_argument("before")
+    compare_parser.add_argument("after")
+    args = parser.parse_args(argv)
+    if args.command == "run":
+        return run(args)
+    if args.command == "summary":
+        return summary(Path(args.out), PACKAGES)
+    return compare(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
