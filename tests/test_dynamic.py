@@ -269,7 +269,7 @@ def test_summary_line_counts_sources_and_confirmations(fixture_run):
     (total, checked, not_checked, built, rate, declared, call_sites, synthesized,
      confirmed, not_reproduced, unverified, runtime_count) = map(int, match.groups())
     assert total == len(report["functions"]) and built == declared + call_sites + synthesized
-    assert (declared, call_sites) == (5, 2) and rate == round(100 * built / total)
+    assert (declared, call_sites) == (7, 2) and rate == round(100 * built / total)
     assert checked + not_checked == total and checked == sum(1 for f in report["functions"] if f["status"] == "checked")
     # The summary counts what the findings say, one meaning per word.
     static = [f["confirmation"] for f in findings if not f["code"].startswith("AGL9")]
@@ -564,8 +564,9 @@ def test_gradients_different_by_design_are_agl908_not_agl901(fixture_run):
     by_design = {f["function_class"]: f for f in findings if f["path"].endswith("by_design.py")
                  and f["code"].startswith("AGL9")}
     assert {name: f["code"] for name, f in by_design.items()} == {
-        "ScaledSin": "AGL901", "Float32SinWrong": "AGL901", "GuidedReLU": "AGL909", "ScaleDroppedCoordinate": "AGL901"}
-    for name in ("RoundSTE", "GradReverse", "StitchGradient", "ClipGradient", "SO2Log"):
+        "ScaledSin": "AGL901", "Float32SinWrong": "AGL901", "GuidedReLU": "AGL909", "ScaleDroppedCoordinate": "AGL901",
+        "ScaleForgotWeight": "AGL901"}
+    for name in ("RoundSTE", "GradReverse", "StitchGradient", "ClipGradient", "SO2Log", "LogWithAveragedGradient"):
         entry = function(report, name)
         assert entry["runtime_findings"] == ["AGL908"], (name, entry)
         assert "gradcheck" in entry["ran"] and "gradgradcheck" not in entry["ran"]
@@ -582,7 +583,7 @@ def test_agl908_says_which_kind_when_selected(tmp_path):
                  cwd=tmp_path)
     found = {f["function_class"]: f for f in json.loads(result.stdout)["findings"] if f["code"] == "AGL908"}
     assert set(found) == {"RoundSTE", "GradReverse", "StitchGradient", "ClipGradient", "ClipGradientToOne",
-                          "SO2Log"}, result.stdout
+                          "SO2Log", "LogWithAveragedGradient"}, result.stdout
     assert all(f["severity"] == "info" for f in found.values())
     assert found["RoundSTE"]["message"].startswith(
         "RoundSTE: straight-through or surrogate estimator: forward is piecewise constant in input 0 (`x`)")
@@ -595,6 +596,8 @@ def test_agl908_says_which_kind_when_selected(tmp_path):
     assert found["SO2Log"]["message"].startswith(
         "SO2Log: tangent-space gradient: the gradient for input 0 (`z`) is always zero in the last coordinate of "
         "its last dimension: a gradient in the tangent space of a Lie group or manifold")
+    assert "backward computes the gradient for input 0 (`x`) from input 1 (`running_mean`), which forward does " \
+        "not read and which gets no gradient" in found["LogWithAveragedGradient"]["message"]
     # A gradient clipper is not linear, by design: its AGL909 is folded into AGL908.
     assert "backward is not linear in its gradient" in found["ClipGradient"]["message"]
     assert found["ClipGradientToOne"]["message"].startswith(

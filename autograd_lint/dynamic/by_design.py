@@ -73,7 +73,7 @@ def explain_failure(cls: type, make_inputs: Callable[[], tuple], names: list[str
                               and torch.equal(output, value.detach()) for output in outputs)}
     parts: list[str] = []
     stepped, ignored = [], []
-    tangent = []
+    tangent, surrogate = [], []
     for index, (analytical, numerical) in sorted(failing.items()):
         if not bool(torch.isfinite(analytical).all()):
             return None  # a NaN gradient is never by design: AGL901 says where
@@ -86,7 +86,16 @@ def explain_failure(cls: type, make_inputs: Callable[[], tuple], names: list[str
             tangent.append(f"the gradient for {what} {padded}")
             continue
         if numerical.numel() and float(numerical.abs().max()) > ZERO:
-            return None  # forward depends smoothly on this input: the gradient should be its derivative
+            # Forward depends smoothly on this input: the gradient should be its derivative, unless
+            # backward takes it from another input that forward does not read at all.
+            steering = backward_only_inputs(function, inputs, index, outputs, set(failing) | passed_through)
+            if not steering:
+                return None
+            surrogate.append(f"backward computes the gradient for {what} from "
+                             f"{', '.join(_name(other, names) for other in steering)}, which forward does not read "
+                             "and which gets no gradient: a statistic passed in for backward alone (a moving "
+                             "average, a running estimate)")
+            continue
         if _changes_output(function, inputs, index, outputs):
             stepped.append(what)
         else:
@@ -98,6 +107,7 @@ def explain_failure(cls: type, make_inputs: Callable[[], tuple], names: list[str
                      "Jacobian is zero, its value steps) and backward passes a nonzero gradient")
     if ignored:
         parts.append(f"backward reroutes a gradient to {', '.join(ignored)}, which forward does not read")
+    parts += surrogate
     if tangent:
         parts.append("; ".join(tangent) + ": a gradient in the tangent space of a Lie group or manifold, padded "
                      "to the tensor's size, not the derivative in the tensor's coordinates")
@@ -108,6 +118,49 @@ def explain_failure(cls: type, make_inputs: Callable[[], tuple], names: list[str
                "derivative); backward's count, shapes, dtypes and finiteness were checked"
                + (f" (its documentation says \"{hint}\")" if hint else ""))
     return ByDesign(kind, message)
+
+
+def backward_only_inputs(function: Callable[..., Any], inputs: tuple, index: int, base: list[torch.Tensor],
+                         excluded: set[int]) -> list[int]:
+    """The other float inputs that forward ignores (no output moves, small step or large), that
+    get no gradient, and that change backward's gradient for input ``index``: data handed to
+    backward through ``apply``, as pyro's ``_EwmaLogFn(input, ewma)`` hands a moving average."""
+    found = []
+    for other, value in enumerate(inputs):
+        if other == index or other in excluded or not (isinstance(value, torch.Tensor) and value.is_floating_point()):
+            continue
+        if _changes_output(function, inputs, other, base) or not _flat_near(function, inputs, other, base):
+            continue
+        first = _gradients(function, inputs, index, other)
+        moved = list(inputs)
+        moved[other] = (2 * value.detach() + 0.5).requires_grad_(value.requires_grad)
+        second = _gradients(function, tuple(moved), index, other)
+        if first is None or second is None or first[1] is not None or second[1] is not None:
+            continue
+        if first[0] is not None and second[0] is not None and not torch.allclose(first[0], second[0]):
+            found.append(other)
+    return found
+
+
+def _gradients(function: Callable[..., Any], inputs: tuple, index: int, other: int) -> Optional[tuple]:
+    """Backward's gradients for inputs ``index`` and ``other`` (None: no gradient, or all zeros)
+    for a fixed random gradient of the outputs, on fresh leaves; None when it raises."""
+    arguments = [value.detach().clone().requires_grad_(value.requires_grad)
+                 if isinstance(value, torch.Tensor) and value.is_floating_point() else value for value in inputs]
+    try:
+        with torch.enable_grad():
+            outputs = function(*arguments)
+            outputs = [output for output in (outputs if isinstance(outputs, tuple) else (outputs,))
+                       if output.requires_grad]
+            targets = [arguments[index], arguments[other]]
+            if not outputs or not all(target.requires_grad for target in targets):
+                return None
+            generator = torch.Generator().manual_seed(11)
+            weights = [torch.randn(output.shape, dtype=output.dtype, generator=generator) for output in outputs]
+            grads = torch.autograd.grad(outputs, targets, weights, allow_unused=True)
+    except Exception:
+        return None
+    return tuple(None if grad is None or not bool(grad.any()) else grad.detach() for grad in grads)
 
 
 def tangent_layout(analytical: torch.Tensor, numerical: torch.Tensor, input_shape: tuple,
