@@ -565,8 +565,9 @@ def test_gradients_different_by_design_are_agl908_not_agl901(fixture_run):
                  and f["code"].startswith("AGL9")}
     assert {name: f["code"] for name, f in by_design.items()} == {
         "ScaledSin": "AGL901", "Float32SinWrong": "AGL901", "GuidedReLU": "AGL909", "ScaleDroppedCoordinate": "AGL901",
-        "ScaleForgotWeight": "AGL901"}
-    for name in ("RoundSTE", "GradReverse", "StitchGradient", "ClipGradient", "SO2Log", "LogWithAveragedGradient"):
+        "ScaleForgotWeight": "AGL901", "DoubleForgotFactor": "AGL901"}
+    for name in ("RoundSTE", "GradReverse", "StitchGradient", "ClipGradient", "SO2Log", "LogWithAveragedGradient",
+                 "SpikeTimeEstimate"):
         entry = function(report, name)
         assert entry["runtime_findings"] == ["AGL908"], (name, entry)
         assert "gradcheck" in entry["ran"] and "gradgradcheck" not in entry["ran"]
@@ -583,7 +584,7 @@ def test_agl908_says_which_kind_when_selected(tmp_path):
                  cwd=tmp_path)
     found = {f["function_class"]: f for f in json.loads(result.stdout)["findings"] if f["code"] == "AGL908"}
     assert set(found) == {"RoundSTE", "GradReverse", "StitchGradient", "ClipGradient", "ClipGradientToOne",
-                          "SO2Log", "LogWithAveragedGradient"}, result.stdout
+                          "SO2Log", "LogWithAveragedGradient", "SpikeTimeEstimate"}, result.stdout
     assert all(f["severity"] == "info" for f in found.values())
     assert found["RoundSTE"]["message"].startswith(
         "RoundSTE: straight-through or surrogate estimator: forward is piecewise constant in input 0 (`x`)")
@@ -598,6 +599,8 @@ def test_agl908_says_which_kind_when_selected(tmp_path):
         "its last dimension: a gradient in the tangent space of a Lie group or manifold")
     assert "backward computes the gradient for input 0 (`x`) from input 1 (`running_mean`), which forward does " \
         "not read and which gets no gradient" in found["LogWithAveragedGradient"]["message"]
+    assert "backward substitutes the constant -1 for the derivative in input 0 (`spikes`) (a sign estimator" in \
+        found["SpikeTimeEstimate"]["message"]
     # A gradient clipper is not linear, by design: its AGL909 is folded into AGL908.
     assert "backward is not linear in its gradient" in found["ClipGradient"]["message"]
     assert found["ClipGradientToOne"]["message"].startswith(

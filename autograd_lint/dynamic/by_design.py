@@ -44,6 +44,10 @@ from autograd_lint.dynamic.inputs import flatten_outputs
 HINT = re.compile(r"straight[- ]through|surrogate|\bSTE\b|gradient reversal|reverse gradient|grad(?:ient)? ?scal\w*",
                   re.IGNORECASE)
 ZERO = 1e-12  # a finite-difference Jacobian entry below this is zero (the step is elsewhere)
+# Words that, next to a backward whose Jacobian is one constant (a sign estimator), say that the
+# constant is meant: either alone is not enough (``sign_estimator``).
+ESTIMATOR_HINT = re.compile(HINT.pattern + r"|estimator|lineari[sz]e|substitut\w* (?:the |a )?gradient|"
+                            r"gradient is set to", re.IGNORECASE)
 
 
 @dataclass
@@ -90,7 +94,12 @@ def explain_failure(cls: type, make_inputs: Callable[[], tuple], names: list[str
             # backward takes it from another input that forward does not read at all.
             steering = backward_only_inputs(function, inputs, index, outputs, set(failing) | passed_through)
             if not steering:
-                return None
+                constant = sign_estimator(cls, analytical, numerical)
+                if not constant:
+                    return None
+                surrogate.append(f"backward substitutes the constant {constant} for the derivative in {what} "
+                                 "(a sign estimator, as its documentation says)")
+                continue
             surrogate.append(f"backward computes the gradient for {what} from "
                              f"{', '.join(_name(other, names) for other in steering)}, which forward does not read "
                              "and which gets no gradient: a statistic passed in for backward alone (a moving "
@@ -118,6 +127,34 @@ def explain_failure(cls: type, make_inputs: Callable[[], tuple], names: list[str
                "derivative); backward's count, shapes, dtypes and finiteness were checked"
                + (f" (its documentation says \"{hint}\")" if hint else ""))
     return ByDesign(kind, message)
+
+
+def sign_estimator(cls: type, analytical: torch.Tensor, numerical: torch.Tensor) -> str:
+    """"-1" (the constant) when backward's Jacobian for an input holds one value only, up to sign
+    (and zeros), where forward's finite differences are not zero, and the class's documentation
+    says it estimates
+    ("Linearize df/dS=-1 if spike", "sign estimator": snntorch's spike-time losses); "" otherwise.
+    Without the words, a constant Jacobian is just as much a forgotten derivative factor (``return
+    grad_output`` for ``x ** 2``), which AGL901 reports."""
+    nonzero = analytical[analytical != 0]
+    varying = numerical[numerical.abs() > ZERO]
+    if not nonzero.numel() or not varying.numel():
+        return ""
+    magnitude = float(nonzero.abs().max())
+    if not torch.allclose(nonzero.abs(), torch.full_like(nonzero, magnitude), rtol=1e-9, atol=0):
+        return ""
+    if not _documentation_matches(cls, ESTIMATOR_HINT):
+        return ""
+    signs = {float(value) for value in nonzero.sign().unique()}
+    return f"{'±' if len(signs) > 1 else '-' if signs == {-1.0} else ''}{magnitude:g}"
+
+
+def _documentation_matches(cls: type, pattern: re.Pattern) -> bool:
+    try:
+        source = inspect.getsource(cls)
+    except (OSError, TypeError):
+        source = cls.__doc__ or ""
+    return bool(pattern.search(source))
 
 
 def backward_only_inputs(function: Callable[..., Any], inputs: tuple, index: int, base: list[torch.Tensor],
