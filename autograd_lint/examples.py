@@ -25,6 +25,20 @@ A :class:`TensorSpec` becomes a real tensor only inside the ``--dynamic`` child 
 dtypes are drawn uniformly from ``[low, high)`` (default ``[-1, 1)``) and require grad unless
 ``requires_grad=False``; integer dtypes are drawn from ``[low, high)`` (default ``[0, 4)``) and
 never require grad; ``bool`` is a random mask.
+
+A floating tensor can ask for a matrix structure over its last two dimensions (which must be
+equal), for a Function whose input is a covariance, a Cholesky factor or a natural parameter::
+
+    @example(tensor(4, 4, structure="spd"), tensor(4, 3))     # a covariance and a right-hand side
+
+- ``"symmetric"``: ``(B + Bᵀ)/2``;
+- ``"spd"``: symmetric positive definite, ``B Bᵀ + n·I``;
+- ``"negative-definite"``: ``-(B Bᵀ + n·I)/n`` (a natural parameter ``-½Σ⁻¹``);
+- ``"lower-triangular"``: a Cholesky factor, zero above the diagonal, a diagonal in ``[1, 2)``.
+
+``--dynamic`` then checks gradients on that set only (gradcheck of forward composed with the
+projection onto it: ``(X + Xᵀ)/2`` or ``tril(X)``), so a backward that returns the symmetrized
+gradient, or only the lower triangle's, is judged by the derivative along the set it is meant for.
 """
 
 from __future__ import annotations
@@ -37,6 +51,8 @@ EXAMPLES_ATTRIBUTE = "__autograd_lint_examples__"
 FLOATING_DTYPES = frozenset({"float64", "float32", "float16", "bfloat16", "complex128", "complex64"})
 INTEGER_DTYPES = frozenset({"int64", "int32", "int16", "int8", "uint8"})
 DTYPES = FLOATING_DTYPES | INTEGER_DTYPES | {"bool"}
+# Matrix structures a floating tensor can ask for (dynamic/structure.py builds and projects them).
+STRUCTURES = ("symmetric", "spd", "negative-definite", "lower-triangular")
 
 
 @dataclass(frozen=True)
@@ -48,6 +64,7 @@ class TensorSpec:
     requires_grad: Optional[bool] = None  # None: True for floating dtypes, False otherwise
     low: Optional[float] = None
     high: Optional[float] = None
+    structure: Optional[str] = None  # one of STRUCTURES, over the last two (equal) dimensions
 
     @property
     def is_floating(self) -> bool:
@@ -61,13 +78,20 @@ class TensorSpec:
 
 
 def tensor(*shape: int, dtype: str = "float64", requires_grad: Optional[bool] = None,
-           low: Optional[float] = None, high: Optional[float] = None) -> TensorSpec:
+           low: Optional[float] = None, high: Optional[float] = None,
+           structure: Optional[str] = None) -> TensorSpec:
     """A tensor argument of the given shape (``tensor()`` is a 0-dim tensor)."""
     if dtype not in DTYPES:
         raise ValueError(f"tensor(dtype={dtype!r}): expected one of {', '.join(sorted(DTYPES))}")
     if not all(isinstance(size, int) and size >= 0 for size in shape):
         raise ValueError(f"tensor{shape}: sizes must be non-negative ints")
-    return TensorSpec(tuple(shape), dtype, requires_grad, low, high)
+    if structure is not None:
+        if structure not in STRUCTURES:
+            raise ValueError(f"tensor(structure={structure!r}): expected one of {', '.join(STRUCTURES)}")
+        if dtype not in FLOATING_DTYPES or len(shape) < 2 or shape[-1] != shape[-2]:
+            raise ValueError(f"tensor{shape}, structure={structure!r}: a structure needs a floating tensor "
+                             "whose last two sizes are equal")
+    return TensorSpec(tuple(shape), dtype, requires_grad, low, high, structure)
 
 
 ClassT = TypeVar("ClassT", bound=type)

@@ -6,7 +6,9 @@ Sources, in order (the first whose forward runs wins):
 2. call sites: ``Cls.apply(...)`` in the linted files and tests whose arguments are simple enough
    to evaluate without running the surrounding code, or calls of a module-level function that
    wraps ``apply`` (``callsites``);
-3. synthesized from forward's signature (``synthesis``).
+3. synthesized from forward's signature: structured matrices first where a parameter's name or
+   docstring asks for one (``structure``), then the plain guesses (``synthesis``), then second
+   tries led by forward's errors (both).
 Every source yields ``Candidate``s: a recipe of raw arguments; ``make_inputs`` turns a recipe into a
 fresh tuple of float64 tensors requiring grad on the chosen device, the same values every time.
 Candidates on which forward raises are kept too (``FailedInputs``, the first few errors): for a
@@ -23,7 +25,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 
 import torch
 
-from autograd_lint.dynamic import callsites, synthesis
+from autograd_lint.dynamic import callsites, structure, synthesis
 from autograd_lint.dynamic.candidate import Candidate
 from autograd_lint.dynamic.settings import from_config_value
 from autograd_lint.examples import EXAMPLES_ATTRIBUTE, TensorSpec
@@ -86,6 +88,7 @@ def choose_inputs(cls: type, module: Any, call_site_files: list[str], config_exa
                                project_root)
         if fallback is None and errors:  # nothing ran: try again, led by forward's errors
             yield from synthesis.retry_candidates(cls, errors)
+            yield from structure.retry_candidates(cls, errors)
 
     for candidate in candidates():
         attempts += 1
@@ -144,6 +147,7 @@ def _candidates(cls: type, module: Any, call_site_files: list[str], config_examp
     if use_declared:
         yield from declared_candidates(cls, module, config_examples, module_path)
     yield from callsites.candidates(cls, module, call_site_files, project_root)
+    yield from structure.candidates(cls)  # only where names or docstrings ask for a structure
     yield from synthesis.candidates(cls)
 
 
@@ -177,7 +181,9 @@ def _constant(args: Any) -> Callable[[], tuple]:
 
 def make_inputs_factory(recipe: Callable[[], tuple], device: str, leaves: bool = True) -> Callable[[], tuple]:
     """Fresh, identical inputs on each call: reseed, rebuild, convert (``leaves=False``: each
-    tensor that requires grad is the result of an op, as in-place forwards need)."""
+    tensor that requires grad is the result of an op, as in-place forwards need). The recipe's
+    matrix structures are recorded on the callable (``structure.of`` reads them): the checks
+    that compare with finite differences stay on that set."""
 
     def make_inputs() -> tuple:
         torch.manual_seed(SEED)
@@ -190,6 +196,7 @@ def make_inputs_factory(recipe: Callable[[], tuple], device: str, leaves: bool =
         return tuple(value.clone() if isinstance(value, torch.Tensor) and value.requires_grad else value
                      for value in prepared)
 
+    make_inputs.structures = structure.structures_of(recipe)  # type: ignore[attr-defined]
     return make_inputs
 
 
@@ -213,6 +220,8 @@ def materialize(spec: TensorSpec) -> torch.Tensor:
     dtype = getattr(torch, spec.dtype)
     if spec.dtype == "bool":
         return torch.rand(spec.shape) > 0.5
+    if spec.structure is not None:
+        return structure.materialize(spec).to(dtype)
     if spec.is_floating:
         low = -1.0 if spec.low is None else spec.low
         high = 1.0 if spec.high is None else spec.high

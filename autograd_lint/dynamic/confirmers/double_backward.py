@@ -3,13 +3,16 @@
 A backward that leaves autograd (``.detach()``, ``.numpy()``, ``.item()``, ``.data``, no_grad)
 gives correct first-order gradients; the damage shows only in second derivatives, which
 gradgradcheck compares with finite differences. gradcheck runs first: when first-order
-gradients are already wrong, a second-order failure proves nothing about this finding.
+gradients are already wrong, a second-order failure proves nothing about this finding. On
+structured inputs (a covariance, a Cholesky factor) both compare along the structured set only
+(``structure.project``).
 """
 
 from __future__ import annotations
 
 import torch
 
+from autograd_lint.dynamic import structure
 from autograd_lint.dynamic.confirmers.probe import (
     Result, Subject, Unverifiable, confirmed, describe_error, fresh_inputs, not_reproduced,
 )
@@ -22,10 +25,12 @@ def double_backward_check(subject: Subject) -> Result:
     if not positions:
         raise Unverifiable("no float64 input that requires grad to differentiate twice")
 
+    structures = structure.of(subject.make_inputs)
+
     def function(*tensors: torch.Tensor):
         arguments = list(inputs)
         for position, tensor in zip(positions, tensors):
-            arguments[position] = tensor
+            arguments[position] = structure.onto(tensor, structures[position] if position < len(structures) else None)
         output = subject.function_class.apply(*arguments)
         outputs = output if isinstance(output, tuple) else (output,)
         return tuple(o for o in outputs if isinstance(o, torch.Tensor) and o.requires_grad)
