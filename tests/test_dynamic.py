@@ -674,3 +674,91 @@ def test_an_abstract_base_does_not_fail_require_checked(tmp_path):
     result = run("--dynamic", "--no-cache", "--dynamic-require-checked", str(module), cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "_ScaleBase: not checked: an abstract base" in result.stderr
+
+
+def test_symmetric_matrix_ops_are_checked_on_structured_inputs(fixture_run):
+    """A covariance, a Cholesky factor or a matrix its docstring calls symmetric is built with its
+    structure, and gradcheck runs on f∘P (P onto the set): the correct ops pass, although plain
+    gradcheck on general matrices fails them; their wrong twins stay AGL901 and say so."""
+    _, findings, report = fixture_run
+    details = {name: function(report, name)["inputs"]["detail"] for name in (
+        "BilinearForm", "CholeskyLogDet", "LogDetOf", "TriangularSolve", "QuadFormDiagonal", "PredictiveVariance")}
+    assert details == {
+        "BilinearForm": "structured (n=4): covar (4, 4) spd, x (4, 5), y (4, 5)",
+        "CholeskyLogDet": "structured (n=4): covar (4, 4) spd",
+        "LogDetOf": "structured after forward's error (spd) (n=4): a (4, 4) spd",
+        "TriangularSolve": "structured (n=4): chol (4, 4) lower-triangular, rhs (4, 5)",
+        "QuadFormDiagonal": "structured (n=4): matrix (4, 4) symmetric, rhs (4, 5)",
+        "PredictiveVariance": "structured (n=4): chol (4, 4) lower-triangular, cross (4, 5), middle (4, 4)",
+    }
+    for name in details:
+        entry = function(report, name)
+        assert entry["status"] == "checked" and entry["runtime_findings"] == [], (name, entry)
+        assert {"gradcheck", "linearity", "gradgradcheck"} <= set(entry["ran"]), (name, entry)
+    # `middle` is symmetric only by assumption (nothing but the Cholesky factor beside it says so):
+    # checked on a symmetric one, and the report says why.
+    (note,) = function(report, "PredictiveVariance")["skipped"]
+    assert note.startswith("gradcheck on a general `middle`: it fails there and passes once `middle` is symmetric")
+    wrong = runtime(findings, "symmetric_matrix.py", "AGL901")
+    assert set(wrong) == {"BilinearFormWrong", "CholeskyLogDetWrong"}
+    assert "input 2 (`y`)" in wrong["BilinearFormWrong"]["message"]
+    for finding in wrong.values():
+        assert "(checked on the structured set: `covar` spd; gradcheck of forward composed with the projection" \
+            in finding["message"] and finding["severity"] == "error"
+    # What the projection changes: on general matrices, gradcheck fails the correct ops.
+    module = load_module(DYNAMIC / "symmetric_matrix.py", "structured")
+    generator = torch.Generator().manual_seed(0)
+    base = torch.rand(4, 4, dtype=torch.float64, generator=generator)
+    covar = (base @ base.mT + 4 * torch.eye(4, dtype=torch.float64)).requires_grad_()
+    x, y = (torch.rand(4, 5, dtype=torch.float64, generator=generator, requires_grad=True) for _ in range(2))
+    assert not torch.autograd.gradcheck(module.BilinearForm.apply, (covar, x, y), raise_exception=False)
+    assert not torch.autograd.gradcheck(module.CholeskyLogDet.apply, (covar,), raise_exception=False)
+
+
+def test_a_declared_example_can_ask_for_a_structure(tmp_path):
+    """``tensor(4, 4, structure="spd")`` in a declared example (here the config's) builds an SPD
+    matrix and checks along that set; a structure on a non-square shape is refused in one line."""
+    write(tmp_path / "pyproject.toml", """\
+[tool.autograd-lint.dynamic.examples]
+"ops.py:Whiten" = [["tensor(2, 4, 4, structure='spd')", "tensor(2, 4, 3)"]]
+""")
+    write(tmp_path / "ops.py", """\
+import torch
+
+
+class Whiten(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        chol = torch.linalg.cholesky(a)
+        ctx.save_for_backward(a, b)
+        return torch.cholesky_solve(b, chol)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        chol = torch.linalg.cholesky(a)
+        grad_b = torch.cholesky_solve(grad, chol)
+        grad_a = -grad_b @ torch.cholesky_solve(b, chol).mT
+        return (grad_a + grad_a.mT) / 2, grad_b
+""")
+    report = tmp_path / "report.json"
+    result = run("--dynamic", "--no-cache", "--format", "json", "--dynamic-report", str(report), "ops.py",
+                 cwd=tmp_path)
+    (entry,) = json.loads(report.read_text())["functions"]
+    assert entry["status"] == "checked" and entry["inputs"]["shapes"] == "(2, 4, 4), (2, 4, 3)", entry
+    assert entry["runtime_findings"] == [] and "gradgradcheck" in entry["ran"], result.stdout + result.stderr
+    assert torch.linalg.eigvalsh(_materialized("tensor(2, 4, 4, structure='spd')")).min() > 0
+    write(tmp_path / "pyproject.toml", """\
+[tool.autograd-lint.dynamic.examples]
+"ops.py:Whiten" = [["tensor(4, 3, structure='spd')", "tensor(4, 3)"]]
+""")
+    refused = run("--dynamic", "--no-cache", "ops.py", cwd=tmp_path)
+    assert refused.returncode == 2 and "a structure needs a floating tensor whose last two sizes are equal" \
+        in refused.stderr, refused.stderr
+
+
+def _materialized(text: str):
+    from autograd_lint.dynamic.inputs import materialize
+    from autograd_lint.dynamic.settings import parse_tensor_spec
+
+    return materialize(parse_tensor_spec(text, "test"))

@@ -11,6 +11,9 @@
   When it fails as a straight-through estimator or a gradient modifier does (``by_design``:
   forward piecewise constant in the input, or returning it unchanged), the finding is AGL908
   (info, opt-in) instead. A forward that computes in float32 is checked at float32 precision.
+  On structured inputs (a covariance, a Cholesky factor: ``structure``), gradcheck and
+  gradgradcheck run on forward composed with the projection onto their set
+  (docs/runtime-mechanisms.md, M15).
 - AGL909 (``by_design.nonlinearity``): backward is linear in its gradient, probed with signed
   gradients (gradcheck's are one-hot, non-negative); run after gradcheck passes.
 - AGL902: ``gradgradcheck``, only when gradcheck passed and backward is not ``once_differentiable``.
