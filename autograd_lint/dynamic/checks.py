@@ -215,8 +215,9 @@ def _on_symmetric_companions(cls: type, make_inputs: Callable[[], tuple], names:
     if retried.message or retried.skip or retried.by_design is not None:
         return make_inputs, outcome
     which = ", ".join(f"`{names[index]}`" if index < len(names) else f"input {index}" for index in companions)
+    beside = structure.describe(structure.of(make_inputs), names)
     report.skipped.append(f"gradcheck on a general {which}: it fails there and passes once {which} is symmetric, "
-                          f"like the structured inputs beside it ({structure.describe(structure.of(make_inputs), names)}); "
+                          f"like the structured inputs beside it ({beside}); "
                           "taken for a wrong guess, so the checks ran on the symmetric one")
     return symmetric, retried
 

@@ -100,7 +100,8 @@ def _parameter_doc(doc: str, name: str) -> str:
     """The line that documents ``name`` (reST ``:param name:`` or Google ``name (type):``) and its
     continuation lines (indented deeper)."""
     lines = doc.splitlines()
-    head = re.compile(rf"^\s*(?::param\s+(?:[\w\[\], .]+\s+)?{re.escape(name)}\s*:|{re.escape(name)}\s*(?:\([^)]*\))?\s*:)")
+    quoted = re.escape(name)
+    head = re.compile(rf"^\s*(?::param\s+(?:[\w\[\], .]+\s+)?{quoted}\s*:|{quoted}\s*(?:\([^)]*\))?\s*:)")
     for number, line in enumerate(lines):
         if head.match(line):
             indent = len(line) - len(line.lstrip())
