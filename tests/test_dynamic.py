@@ -50,7 +50,8 @@ def function(report: dict, name: str) -> dict:
 def test_wrong_formulas_fail_gradcheck_with_the_input_and_difference(fixture_run):
     _, findings, _ = fixture_run
     failed = runtime(findings, "wrong_formulas.py", "AGL901")
-    assert set(failed) == {"SignFlipSin", "MissingTransposeMatmul", "MissingBroadcastSumBias", "WrongConstantSquare"}
+    assert set(failed) == {"SignFlipSin", "MissingTransposeMatmul", "MissingBroadcastSumBias", "WrongConstantSquare",
+                           "SinMixedGradient"}
     assert "input 1 (`bias`)" in failed["MissingBroadcastSumBias"]["message"]
     assert "input 1 (`b`)" in failed["MissingTransposeMatmul"]["message"]
     for finding in failed.values():
@@ -58,7 +59,8 @@ def test_wrong_formulas_fail_gradcheck_with_the_input_and_difference(fixture_run
         assert difference > 0.1
         # A runtime finding has no confirmation (that word is for static findings): its evidence
         # says what it ran on.
-        assert finding["confirmation"] is None and finding["evidence"].startswith("ran on synthesized inputs ")
+        assert finding["confirmation"] is None and finding["evidence"].startswith(
+            "ran on declared inputs " if finding["function_class"] == "SinMixedGradient" else "ran on synthesized inputs ")
         assert finding["severity"] == "error"
     # Anchored on the class line.
     lines = (DYNAMIC / "wrong_formulas.py").read_text().splitlines()
@@ -269,7 +271,7 @@ def test_summary_line_counts_sources_and_confirmations(fixture_run):
     (total, checked, not_checked, built, rate, declared, call_sites, synthesized,
      confirmed, not_reproduced, unverified, runtime_count) = map(int, match.groups())
     assert total == len(report["functions"]) and built == declared + call_sites + synthesized
-    assert (declared, call_sites) == (7, 2) and rate == round(100 * built / total)
+    assert (declared, call_sites) == (9, 2) and rate == round(100 * built / total)
     assert checked + not_checked == total and checked == sum(1 for f in report["functions"] if f["status"] == "checked")
     # The summary counts what the findings say, one meaning per word.
     static = [f["confirmation"] for f in findings if not f["code"].startswith("AGL9")]
@@ -567,7 +569,7 @@ def test_gradients_different_by_design_are_agl908_not_agl901(fixture_run):
         "ScaledSin": "AGL901", "Float32SinWrong": "AGL901", "GuidedReLU": "AGL909", "ScaleDroppedCoordinate": "AGL901",
         "ScaleForgotWeight": "AGL901", "DoubleForgotFactor": "AGL901"}
     for name in ("RoundSTE", "GradReverse", "StitchGradient", "ClipGradient", "SO2Log", "LogWithAveragedGradient",
-                 "SpikeTimeEstimate"):
+                 "SpikeTimeEstimate", "NaturalGradientSin"):
         entry = function(report, name)
         assert entry["runtime_findings"] == ["AGL908"], (name, entry)
         assert "gradcheck" in entry["ran"] and "gradgradcheck" not in entry["ran"]
@@ -584,7 +586,7 @@ def test_agl908_says_which_kind_when_selected(tmp_path):
                  cwd=tmp_path)
     found = {f["function_class"]: f for f in json.loads(result.stdout)["findings"] if f["code"] == "AGL908"}
     assert set(found) == {"RoundSTE", "GradReverse", "StitchGradient", "ClipGradient", "ClipGradientToOne",
-                          "SO2Log", "LogWithAveragedGradient", "SpikeTimeEstimate"}, result.stdout
+                          "SO2Log", "LogWithAveragedGradient", "SpikeTimeEstimate", "NaturalGradientSin"}, result.stdout
     assert all(f["severity"] == "info" for f in found.values())
     assert found["RoundSTE"]["message"].startswith(
         "RoundSTE: straight-through or surrogate estimator: forward is piecewise constant in input 0 (`x`)")
@@ -601,6 +603,9 @@ def test_agl908_says_which_kind_when_selected(tmp_path):
         "not read and which gets no gradient" in found["LogWithAveragedGradient"]["message"]
     assert "backward substitutes the constant -1 for the derivative in input 0 (`spikes`) (a sign estimator" in \
         found["SpikeTimeEstimate"]["message"]
+    assert found["NaturalGradientSin"]["message"].startswith(
+        "NaturalGradientSin: natural gradient: backward's Jacobian is forward's times one fixed symmetric positive "
+        "semi-definite matrix that couples the inputs")
     # A gradient clipper is not linear, by design: its AGL909 is folded into AGL908.
     assert "backward is not linear in its gradient" in found["ClipGradient"]["message"]
     assert found["ClipGradientToOne"]["message"].startswith(
@@ -762,3 +767,13 @@ def _materialized(text: str):
     from autograd_lint.dynamic.settings import parse_tensor_spec
 
     return materialize(parse_tensor_spec(text, "test"))
+
+
+def test_a_parameter_object_argument_is_closed_over_for_gradcheck(fixture_run):
+    """torch's gradcheck cannot take a NamedTuple argument (it rebuilds it from a map): without
+    closing it over, a correct Function got "gradcheck raised TypeError ... 'map'" (AGL901)."""
+    _, findings, report = fixture_run
+    entry = function(report, "Decay")
+    assert "p=DecayParameters(" in entry["inputs"]["detail"], entry
+    assert {"gradcheck", "gradgradcheck"} <= set(entry["ran"]) and entry["runtime_findings"] == [], entry
+    assert not [f for f in findings if f["path"].endswith("parameter_objects.py")]

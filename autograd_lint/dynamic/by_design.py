@@ -44,6 +44,9 @@ from autograd_lint.dynamic.inputs import flatten_outputs
 HINT = re.compile(r"straight[- ]through|surrogate|\bSTE\b|gradient reversal|reverse gradient|grad(?:ient)? ?scal\w*",
                   re.IGNORECASE)
 ZERO = 1e-12  # a finite-difference Jacobian entry below this is zero (the step is elsewhere)
+# Words that, next to a backward whose Jacobian is forward's times a fixed symmetric positive
+# semi-definite matrix, say that it is a natural gradient (``natural_gradient``).
+NATURAL_HINT = re.compile(r"natural[- ]grad|\bNGD\b|Fisher|natural param|expectation param|d\(eta", re.IGNORECASE)
 # Words that, next to a backward whose Jacobian is one constant (a sign estimator), say that the
 # constant is meant: either alone is not enough (``sign_estimator``).
 ESTIMATOR_HINT = re.compile(HINT.pattern + r"|estimator|lineari[sz]e|substitut\w* (?:the |a )?gradient|"
@@ -57,6 +60,7 @@ class ByDesign:
 
 
 TANGENT = "tangent-space gradient"
+NATURAL = "natural gradient"
 
 
 def explain_failure(cls: type, make_inputs: Callable[[], tuple], names: list[str],
@@ -71,6 +75,11 @@ def explain_failure(cls: type, make_inputs: Callable[[], tuple], names: list[str
     inputs = make_inputs()
     with torch.no_grad():
         outputs = _outputs(function, inputs)
+    preconditioned = natural_gradient(cls, failing)
+    if preconditioned:
+        return ByDesign(NATURAL, f"{NATURAL}: {preconditioned}. gradcheck fails by design (the gradient is "
+                                 "not forward's derivative); backward's count, shapes, dtypes and finiteness "
+                                 "were checked")
     passed_through = {index for index, value in enumerate(inputs)
                       if isinstance(value, torch.Tensor) and value.is_floating_point()
                       and any(output.shape == value.shape and output.dtype == value.dtype
@@ -129,6 +138,38 @@ def explain_failure(cls: type, make_inputs: Callable[[], tuple], names: list[str
     return ByDesign(kind, message)
 
 
+def natural_gradient(cls: type, failing: dict[int, tuple[torch.Tensor, torch.Tensor]]) -> str:
+    """How backward's Jacobian is forward's times one fixed symmetric positive semi-definite
+    matrix M that is not diagonal (a preconditioner coupling the inputs: the inverse Fisher
+    information of a natural gradient, as gpytorch's natural variational distributions return
+    the gradient in the expectation parameters), when the class's documentation says so; ""
+    otherwise. A diagonal M is a rescaled gradient, a bug AGL901 reports."""
+    if not _documentation_matches(cls, NATURAL_HINT, module_too=True):
+        return ""
+    analytical = torch.cat([failing[index][0] for index in sorted(failing)], dim=1)
+    numerical = torch.cat([failing[index][1] for index in sorted(failing)], dim=1)
+    if not (bool(torch.isfinite(analytical).all()) and bool(torch.isfinite(numerical).all())):
+        return ""
+    try:
+        preconditioner = torch.linalg.lstsq(numerical, analytical, driver="gelsd").solution
+    except RuntimeError:
+        return ""
+    scale = float(analytical.abs().max()) or 1.0
+    if float((numerical @ preconditioner - analytical).abs().max()) > 1e-4 * scale:
+        return ""
+    symmetric = (preconditioner + preconditioner.mT) / 2
+    size = float(symmetric.abs().max()) or 1.0
+    if float((numerical @ symmetric - analytical).abs().max()) > 1e-4 * scale:
+        return ""
+    eigenvalues = torch.linalg.eigvalsh(symmetric)
+    off_diagonal = symmetric - torch.diag(torch.diagonal(symmetric))
+    if float(eigenvalues.min()) < -1e-6 * size or float(off_diagonal.abs().max()) <= 1e-6 * size:
+        return ""
+    return ("backward's Jacobian is forward's times one fixed symmetric positive semi-definite matrix that "
+            "couples the inputs (a preconditioner: the gradient in other coordinates, as its documentation "
+            "says)")
+
+
 def sign_estimator(cls: type, analytical: torch.Tensor, numerical: torch.Tensor) -> str:
     """"-1" (the constant) when backward's Jacobian for an input holds one value only, up to sign
     (and zeros), where forward's finite differences are not zero, and the class's documentation
@@ -149,9 +190,11 @@ def sign_estimator(cls: type, analytical: torch.Tensor, numerical: torch.Tensor)
     return f"{'±' if len(signs) > 1 else '-' if signs == {-1.0} else ''}{magnitude:g}"
 
 
-def _documentation_matches(cls: type, pattern: re.Pattern) -> bool:
+def _documentation_matches(cls: type, pattern: re.Pattern, module_too: bool = False) -> bool:
+    """The class's source (docstring, comments) matches ``pattern``; or, with ``module_too``, its
+    module's (the words are often on the nn.Module that calls ``apply``)."""
     try:
-        source = inspect.getsource(cls)
+        source = inspect.getsource(inspect.getmodule(cls) if module_too else cls)
     except (OSError, TypeError):
         source = cls.__doc__ or ""
     return bool(pattern.search(source))

@@ -390,8 +390,9 @@ def _gradcheck_outcome(cls: type, make_inputs: Callable[[], tuple], names: list[
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            passed = torch.autograd.gradcheck(function, make_inputs(), eps=tolerances.eps, atol=tolerances.atol,
-                                              rtol=tolerances.rtol, fast_mode=False, raise_exception=False)
+            passed = torch.autograd.gradcheck(*over_tensors(function, make_inputs()), eps=tolerances.eps,
+                                              atol=tolerances.atol, rtol=tolerances.rtol, fast_mode=False,
+                                              raise_exception=False)
     except Exception as error:  # backward (or forward under perturbation) raised
         return GradcheckOutcome(f"gradcheck raised {type(error).__name__}: {_first_line(error)}",
                                 tolerances=tolerances)
@@ -475,6 +476,23 @@ def _as_tuple(outputs: Any) -> tuple:
     return outputs if isinstance(outputs, tuple) else (outputs,)
 
 
+def over_tensors(function: Callable[..., Any], inputs: tuple) -> tuple[Callable[..., Any], tuple]:
+    """``function`` and ``inputs`` for gradcheck with the non-tensor arguments closed over: torch's
+    gradcheck rebuilds a NamedTuple argument from a ``map`` (``type(x)(map(...))``), so forward
+    then gets a parameter object whose first field is a map (norse's ``LIFParameters``)."""
+    positions = [index for index, value in enumerate(inputs) if isinstance(value, torch.Tensor)]
+    if len(positions) == len(inputs):
+        return function, inputs
+
+    def call(*tensors: Any) -> Any:
+        arguments = list(inputs)
+        for position, tensor in zip(positions, tensors):
+            arguments[position] = tensor
+        return function(*arguments)
+
+    return call, tuple(inputs[position] for position in positions)
+
+
 def gradgradcheck_failure(cls: type, make_inputs: Callable[[], tuple],
                           names: Optional[list[str]] = None) -> Optional[str]:
     structures = structure.of(make_inputs)
@@ -483,7 +501,7 @@ def gradgradcheck_failure(cls: type, make_inputs: Callable[[], tuple],
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            torch.autograd.gradgradcheck(function, make_inputs(), eps=EPS, atol=ATOL,
+            torch.autograd.gradgradcheck(*over_tensors(function, make_inputs()), eps=EPS, atol=ATOL,
                                          rtol=RTOL, fast_mode=False, raise_exception=True)
     except GradcheckError as error:
         return f"gradgradcheck failed: {_first_line(error).rstrip(',')}{_nonfinite_note(str(error))}{note}"
