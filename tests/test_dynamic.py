@@ -548,15 +548,59 @@ def test_the_fork_server_gives_the_same_answers_as_one_interpreter_per_module(fi
 
 
 def test_parameters_that_are_not_tensors_get_second_tries_from_forwards_errors(fixture_run):
-    """A size guessed as a tensor ("must be tuple of ints, not Tensor") is retried as a tuple of
-    ints; a parameter named like a callable gets a small callable."""
+    """A parameter named like a size is a tuple of ints, the first tensor's shape; one named like a
+    callable (`fn`, `act_fn`) gets a small callable; a size with no such name, guessed as a tensor
+    ("must be tuple of ints, not Tensor"), is retried as a tuple of ints."""
     _, findings, report = fixture_run
-    reshape = function(report, "ReshapeTo")
-    assert reshape["inputs"]["detail"] == "same (3, 4): x (3, 4), shape=(3, 4)", reshape
-    assert {"gradcheck", "gradgradcheck"} <= set(reshape["ran"])
-    assert function(report, "ApplyThen")["inputs"]["detail"] == "same (3, 4): x (3, 4), fn=identity"
+    details = {name: function(report, name)["inputs"]["detail"] for name in
+               ("ReshapeTo", "AddFloor", "ApplyThen", "SoftenThen", "ScaleBy")}
+    assert details == {
+        "ReshapeTo": "same (3, 4): x (3, 4), shape=(3, 4)",
+        "AddFloor": "same (3, 4): x (3, 4), noise_shape=(3, 4)",
+        "ApplyThen": "same (3, 4): x (3, 4), fn=identity",
+        "SoftenThen": "same (3, 4): x (3, 4), act_fn=identity",
+        "ScaleBy": "same (3, 4): x (3, 4), factors=(3, 4)",
+    }
+    for name in ("ReshapeTo", "AddFloor", "SoftenThen", "ScaleBy"):
+        assert {"gradcheck", "gradgradcheck"} <= set(function(report, name)["ran"]), name
+    assert [f["function_class"] for f in findings if f["path"].endswith("non_tensor_arguments.py")] == ["ApplyThen"]
     wrong = runtime(findings, "non_tensor_arguments.py", "AGL901")
     assert set(wrong) == {"ApplyThen"} and "input 0 (`x`)" in wrong["ApplyThen"]["message"]
+
+
+def test_last_dimensions_are_searched_per_input_and_after_a_rejected_gradient(fixture_run):
+    """A quaternion (2, 4) acting on a point (2, 3), found from forward's errors (the point `p`
+    first guessed as a float); the quaternion drawn unit, as the p-gradient's formula needs.
+    ScaledProduct's first guess runs forward but not backward (a gradient of 5 columns for a
+    (3, 4) input): the second tries still run, and find (2, 5) and (2, 4), where no AGL903 is due."""
+    _, findings, report = fixture_run
+    rotate = function(report, "RotatePoint")
+    assert rotate["inputs"]["detail"] == "last dimensions 4, 3: q (2, 4), p (2, 3), q[..., 0:4] a unit quaternion"
+    assert "gradcheck" in rotate["ran"]
+    scaled = function(report, "ScaledProduct")
+    assert scaled["inputs"]["shapes"] == "(2, 5), (2, 4)"
+    assert {"raw backward", "gradcheck", "gradgradcheck"} <= set(scaled["ran"])
+    assert not [f for f in findings if f["path"].endswith("coupled_sizes.py") and f["code"].startswith("AGL9")]
+
+
+def test_inputs_whose_gradients_forward_refuses_are_passed_without_grad(fixture_run):
+    """Forward raises when an input it names requires grad: those go without requires_grad and
+    the checks judge the others (gradcheck, gradgradcheck and the messages name forward's own
+    input numbers)."""
+    _, findings, report = fixture_run
+    assert function(report, "DecayByScale")["inputs"]["detail"] == "same (3, 4): x (3, 4) without grad, scale (3, 4)"
+    kernel = function(report, "SquaredExponential")["inputs"]
+    assert kernel["detail"] == ("lengthscale a column: x1 (3, 4) without grad, x2 (3, 4) without grad, "
+                                "lengthscale (3, 1), sq_dist_func=squared difference")
+    for name in ("DecayByScale", "SquaredExponential"):
+        assert {"gradcheck", "gradgradcheck"} <= set(function(report, name)["ran"]), name
+    wrong = {(f["function_class"], f["code"]) for f in findings
+             if f["path"].endswith("refused_gradients.py") and f["code"].startswith("AGL9")}
+    assert wrong == {("WrongDecayByScale", "AGL901"), ("SavedDecayByScale", "AGL902")}
+    message = runtime(findings, "refused_gradients.py", "AGL901")["WrongDecayByScale"]["message"]
+    assert "input 1 (`scale`)" in message and "`x`" not in message
+    assert runtime(findings, "refused_gradients.py", "AGL902")["SavedDecayByScale"]["message"].startswith(
+        "SavedDecayByScale: gradgradcheck failed: Jacobian mismatch for output 0 with respect to input 1 (`scale`)")
 
 
 def test_gradients_different_by_design_are_agl908_not_agl901(fixture_run):

@@ -498,16 +498,32 @@ def gradgradcheck_failure(cls: type, make_inputs: Callable[[], tuple],
     structures = structure.of(make_inputs)
     function = structure.project(differentiable_outputs(cls), structures)
     note = structure.note(structures, names or [])
+    inputs = make_inputs()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            torch.autograd.gradgradcheck(*over_tensors(function, make_inputs()), eps=EPS, atol=ATOL,
+            torch.autograd.gradgradcheck(*over_tensors(function, inputs), eps=EPS, atol=ATOL,
                                          rtol=RTOL, fast_mode=False, raise_exception=True)
     except GradcheckError as error:
-        return f"gradgradcheck failed: {_first_line(error).rstrip(',')}{_nonfinite_note(str(error))}{note}"
+        first = _named_gradgradcheck_input(_first_line(error).rstrip(","), inputs, names or [])
+        return f"gradgradcheck failed: {first}{_nonfinite_note(str(error))}{note}"
     except Exception as error:
         return f"gradgradcheck raised {type(error).__name__}: {_first_line(error)}{note}"
     return None
+
+
+def _named_gradgradcheck_input(line: str, inputs: tuple, names: list[str]) -> str:
+    """gradgradcheck numbers only the tensors that require grad (forward's, then the output
+    gradients it adds): "input 0" is forward's input 2 when inputs 0 and 1 are passed without
+    grad. Say which of forward's inputs it is."""
+    match = re.search(r"with respect to input (\d+)", line)
+    wanting = [index for index, value in enumerate(inputs) if isinstance(value, torch.Tensor) and value.requires_grad]
+    if match is None or wanting == list(range(len(inputs))):
+        return line
+    number = int(match.group(1))
+    what = _input_name(wanting[number], names) if number < len(wanting) else \
+        f"the gradient of output {number - len(wanting)}"
+    return line[:match.start()] + f"with respect to {what}" + line[match.end():]
 
 
 def _nonfinite_note(text: str) -> str:

@@ -8,9 +8,16 @@ Sources, in order (the first whose forward runs wins):
    wraps ``apply`` (``callsites``);
 3. synthesized from forward's signature: structured matrices first where a parameter's name or
    docstring asks for one (``structure``), then the plain guesses (``synthesis``), then second
-   tries led by forward's errors (both).
+   tries led by the errors (both): when no candidate ran, and also when the only ones that ran
+   are guesses on which backward raised (the fallback below).
 Every source yields ``Candidate``s: a recipe of raw arguments; ``make_inputs`` turns a recipe into a
-fresh tuple of float64 tensors requiring grad on the chosen device, the same values every time.
+fresh tuple of float64 tensors requiring grad on the chosen device (but those a ``TensorSpec``
+asks without: an input forward refuses gradients for), the same values every time.
+A synthesized guess on which forward runs but backward raises, or returns a gradient autograd
+rejects, is kept as a fallback while the search goes on (a guessed size that backward does not
+share); a later guess is preferred if backward runs on it, unless forward then returns nothing
+that requires grad (backward "runs" because nothing calls it). The errors of both, each text
+once, feed the second tries.
 Candidates on which forward raises are kept too (``FailedInputs``, the first few errors): for a
 few rules (confirm.SHOWN_BY_A_RAISING_FORWARD) that exception is the evidence.
 """
@@ -81,12 +88,16 @@ def choose_inputs(cls: type, module: Any, call_site_files: list[str], config_exa
     fallback: Optional[ChosenInputs] = None  # forward ran, backward raised: used if nothing better
     failures: list[FailedInputs] = []
     probe_backward = has_derivative(cls)
-    errors: list[str] = []  # what forward raised on the guesses, for the second tries
+    # What forward (and backward, on a fallback) raised on the guesses, each text once: the second
+    # tries read it, and read it again as it grows.
+    errors: list[str] = []
 
     def candidates() -> Iterator[Candidate]:
         yield from _candidates(cls, module, call_site_files, config_examples, module_path, use_declared,
                                project_root)
-        if fallback is None and errors:  # nothing ran: try again, led by forward's errors
+        # Nothing ran, or only with a backward that raised (or returned a gradient of another shape
+        # than the input's: a guessed size that backward does not share): try again, led by the errors.
+        if errors:
             yield from synthesis.retry_candidates(cls, errors)
             yield from structure.retry_candidates(cls, errors)
 
@@ -106,17 +117,22 @@ def choose_inputs(cls: type, module: Any, call_site_files: list[str], config_exa
             if candidate.source != "synthesized" or not probe_backward:
                 return _outcome(chosen, "", attempts, failures)
             chosen.backward_error = backward_problem(cls, make) or ""
+            if fallback is not None and not chosen.backward_error and not differentiable_output(cls, make):
+                # A later try on which backward "runs" only because nothing needs it (a tensor
+                # argument given as an int): the fallback still says more.
+                continue
             if not chosen.backward_error or swapped_axes(chosen.backward_error):
                 # A gradient whose shape is the input's sizes in another order is no guessing
                 # accident: with a size per dimension, it shows swapped axes (AGL903 reports it).
                 chosen.backward_error = ""
                 return _outcome(chosen, "", attempts, failures)
             fallback = fallback or chosen
+            _keep(errors, chosen.backward_error)
             if time.monotonic() > deadline:
                 break
             continue
-        if candidate.source == "synthesized" and len(errors) < 50:
-            errors.append(error)
+        if candidate.source == "synthesized":
+            _keep(errors, error)
         if error.startswith(FORWARD_RAISED) and len(failures) < MAX_FAILURES_KEPT \
                 and all(error != kept.error for kept in failures):
             failures.append(FailedInputs(candidate.source, candidate.detail, make, error))
@@ -133,6 +149,14 @@ def choose_inputs(cls: type, module: Any, call_site_files: list[str], config_exa
     if attempts == 0:
         return InputsOutcome(None, "could not build inputs (forward's signature gives nothing to try)", 0)
     return InputsOutcome(None, f"could not build inputs ({first_error})", attempts, failures)
+
+
+MAX_ERRORS_KEPT = 200
+
+
+def _keep(errors: list[str], error: str) -> None:
+    if error not in errors and len(errors) < MAX_ERRORS_KEPT:
+        errors.append(error)
 
 
 def _outcome(chosen: ChosenInputs, reason: str, attempts: int, failures: list[FailedInputs]) -> InputsOutcome:
@@ -206,6 +230,9 @@ def prepare(value: Any, device: str) -> Any:
     if isinstance(value, TensorSpec):
         wants_grad = value.wants_grad
         value = materialize(value)
+    elif isinstance(value, synthesis.UnitQuaternionAt):
+        wants_grad = value.spec.wants_grad
+        value = _with_unit_quaternion(materialize(value.spec), value.start)
     if not isinstance(value, torch.Tensor):
         return value
     tensor = value.detach().clone().to(device)
@@ -213,6 +240,12 @@ def prepare(value: Any, device: str) -> Any:
         return tensor.to(torch.complex128).requires_grad_(wants_grad)
     if tensor.is_floating_point():
         return tensor.to(torch.float64).requires_grad_(wants_grad)
+    return tensor
+
+
+def _with_unit_quaternion(tensor: torch.Tensor, start: int) -> torch.Tensor:
+    quaternion = tensor[..., start:start + 4]
+    tensor[..., start:start + 4] = quaternion / quaternion.norm(dim=-1, keepdim=True)
     return tensor
 
 
@@ -263,6 +296,16 @@ def backward_problem(cls: type, make_inputs: Callable[[], tuple]) -> Optional[st
     except Exception as error:
         return f"backward raised {type(error).__name__}: {_first_line(error)}"
     return None
+
+
+def differentiable_output(cls: type, make_inputs: Callable[[], tuple]) -> bool:
+    """forward returns a tensor that requires grad (else backward is never called)."""
+    try:
+        with torch.enable_grad():
+            outputs = flatten_outputs(cls.apply(*make_inputs()))
+    except Exception:  # the user's forward
+        return False
+    return any(isinstance(value, torch.Tensor) and value.requires_grad for value in outputs)
 
 
 _INVALID_GRADIENT_SHAPE = re.compile(r"invalid gradient at index \d+ - got \[([\d, ]*)\] but expected shape "

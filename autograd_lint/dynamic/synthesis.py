@@ -1,22 +1,41 @@
 """Inputs guessed from forward's signature: a small search over shapes until forward runs.
 
-Each parameter is first classified (a float tensor, an index tensor, a mask, or a plain value) from
-its annotation, default and name; then a few shape plans are tried for the float tensors, each
-with values in [-1, 1) and then in [0.5, 2) (for forwards that need positive inputs: log, sqrt).
-Index tensors are 1-D over the first dimension, then a column (N, 1) for gather/scatter along
-dim 1; an ``Optional[Tensor]`` parameter is left out (None) once no tensor for it worked.
-The search stays small on purpose: gradcheck's cost grows fast with the number of elements.
+Each parameter is first classified (a float tensor, an index tensor, a mask, a size, or a plain
+value) from its annotation, default and name; then a few shape plans are tried for the float
+tensors, each with values in [-1, 1) and then in [0.5, 2) (for forwards that need positive
+inputs: log, sqrt). Index tensors are 1-D over the first dimension, then a column (N, 1) for
+gather/scatter along dim 1; an ``Optional[Tensor]`` parameter is left out (None) once no tensor
+for it worked. A parameter named like a size (``shape``, ``noise_shape``) is a tuple of ints,
+the first tensor's shape first; one named like a callable (``fn``, ``act_fn``, ``sq_dist_func``)
+gets a small one: the identity, or for a distance the elementwise (squared) difference, which
+scales as the distance a kernel's backward assumes. The search stays small on purpose:
+gradcheck's cost grows fast with the number of elements.
 
 Every dimension of a plan's shapes has its own size, (2, 3, 4, 5) rather than (2, 3, 4, 4): on a
 square input a backward that swaps height and width returns a gradient of the right shape and
 passes gradcheck. Square plans come last, for the forwards that need them (a matrix inverse, an
 ``assert h == w``); call sites and declared examples keep their own shapes.
 
-When no plan works, ``retry_candidates`` reads forward's errors: a parameter guessed as a tensor
-that is really a size (``must be tuple of ints, not Tensor``), a callable (``'Tensor' object is
-not callable``) or an optional object is tried as an int, a tuple of ints, a small callable and
-None in turn; a forward that wants a particular last dimension (a Lie group's 3 to 8) gets
-plans over it.
+When no plan works, or forward runs only where backward raises or returns a gradient of another
+shape than its input's, ``retry_candidates`` reads the errors (forward's, and backward's on such a
+fallback), and reads them again as the second tries add theirs:
+
+- a parameter guessed as a tensor that is really a size (``must be tuple of ints, not Tensor``),
+  a callable (``'Tensor' object is not callable``) or an optional object is tried as an int, a
+  tuple of ints, a small callable and None in turn;
+- variants of the slots (``more_tries``): a plain value guessed from a name alone (``p``, a
+  probability) that forward uses as a tensor (``'float' object is not subscriptable``) becomes a
+  float tensor; the inputs forward refuses gradients for (gpytorch's kernels: "cannot compute
+  gradients with respect to x1 and x2"; the ones the error names, else each in turn) are passed
+  without requires_grad, and the checks judge the others only; a tensor that forward indexes
+  with becomes an index tensor;
+- shapes for the slots and each variant: a last dimension per tensor, the first two searched in
+  pairs from 3 to 8 (pypose: a quaternion 4 acting on a point 3, an SE3 pose 7 on a twist 6),
+  the sizes that the errors name first ("must have length 3", "got [3, 5] but expected shape
+  compatible with [3, 4]"), a tensor whose last dimension is a Lie group's storage size drawn
+  with a unit quaternion in it; and each tensor in turn as a column (3, 1) (a length scale that
+  must broadcast).
+All of it stays within ``inputs.SEARCH_BUDGET_S``.
 """
 
 from __future__ import annotations
@@ -24,13 +43,14 @@ from __future__ import annotations
 import inspect
 import itertools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterator, Optional
 
 from autograd_lint.dynamic.candidate import Candidate
 from autograd_lint.examples import TensorSpec
 
 FLOAT, INDEX, MASK = "float tensor", "index tensor", "mask tensor"
+SHAPE = "shape"  # a tuple of ints, resolved per plan (``shape_value``)
 MAX_VALUE_COMBINATIONS = 4
 
 # Names that say "a plain value" and a value that works for most forwards that take them.
@@ -53,6 +73,7 @@ NAMED_VALUES: dict[str, tuple[Any, ...]] = {
     **dict.fromkeys(("min", "min_val", "min_value", "lower", "low", "lo", "a_min"), (-0.5,)),
     **dict.fromkeys(("max", "max_val", "max_value", "upper", "high", "hi", "a_max"), (0.5,)),
     "reduction": ("mean",),
+    "nu": (0.5,),  # a Matern kernel's smoothness (0.5, 1.5 or 2.5), a Student-t's degrees of freedom
 }
 INDEX_NAMES = frozenset({"index", "indices", "idx", "ids", "target", "targets", "label", "labels",
                          "perm", "permutation", "positions", "segment_ids", "offsets"})
@@ -73,6 +94,7 @@ class Slot:
     kind: str  # FLOAT, INDEX, MASK, or "value"
     values: tuple[Any, ...] = ()  # alternatives for a "value" slot
     optional: bool = False  # a tensor annotated Optional[...]: None is tried when no tensor works
+    no_grad: bool = False  # a tensor passed with requires_grad=False: forward refuses gradients for it
 
 
 @dataclass
@@ -188,18 +210,24 @@ def plans(float_names: list[str], has_index: bool = False) -> list[Plan]:
 
 def candidates(cls: type) -> Iterator[Candidate]:
     parameters = forward_parameters(cls)
-    if parameters is None:
-        return
-    slots: list[Slot] = []
-    for parameter in parameters:
-        classified = classify(parameter)
-        if classified is None:
-            return  # a parameter we cannot invent (a callable, a string): give up early
-        slots.extend(classified)
+    slots = None if parameters is None else slots_for(parameters)
+    if slots is None:
+        return  # a parameter we cannot invent (a string): give up early
     yield from _candidates_for(slots)
     if any(slot.optional for slot in slots):
         # Optional[Tensor] parameters left out (None), once no tensor for them worked.
         yield from _candidates_for([Slot(slot.name, "value", (None,)) if slot.optional else slot for slot in slots])
+
+
+def slots_for(parameters: list[inspect.Parameter]) -> Optional[list[Slot]]:
+    """Every parameter's slots (``named_slot`` first, then ``classify``); None when one has none."""
+    slots: list[Slot] = []
+    for parameter in parameters:
+        classified = named_slot(parameter) or classify(parameter)
+        if classified is None:
+            return None
+        slots.extend(classified)
+    return slots
 
 
 def _candidates_for(slots: list[Slot]) -> Iterator[Candidate]:
@@ -219,13 +247,19 @@ def _arguments(slots: list[Slot], plan: Plan, values: tuple, low: float, high: f
     value_iter = iter(values)
     float_index = 0
     first_shape: Optional[tuple[int, ...]] = None
+    first_float = next((slot.name for slot in slots if slot.kind == FLOAT), None)
     for slot in slots:
         if slot.kind == FLOAT:
             shape = plan.shape_of(float_index, slot.name)
             first_shape = shape if first_shape is None else first_shape
             float_index += 1
-            arguments.append(TensorSpec(shape, low=low, high=high))
-            described.append(f"{slot.name} {shape}")
+            arguments.append(TensorSpec(shape, low=low, high=high, requires_grad=False if slot.no_grad else None))
+            described.append(f"{slot.name} {shape}" + (" without grad" if slot.no_grad else ""))
+        elif slot.kind == SHAPE:
+            like = first_shape or (plan.shape_of(0, first_float) if first_float else (3, 4))
+            value = shape_value(next(value_iter), like)
+            arguments.append(value)
+            described.append(f"{slot.name}={value!r}")
         elif slot.kind == INDEX:
             # 1-D over the first dimension, values valid as a row index and as a class index.
             base = first_shape or (3, 4)
@@ -279,20 +313,14 @@ _WANTS = (
 )
 _ANY_VALUE = (2, (3, 4), (-1,), None, _identity)
 _SHAPE_TROUBLE = re.compile(r"size|shape|dimension|dim |must match|broadcast|expected .* last", re.IGNORECASE)
-LAST_DIMENSIONS = (3, 4, 6, 7, 8)
 
 
 def retry_candidates(cls: type, errors: list[str]) -> Iterator[Candidate]:
     """Second tries once every plan failed, chosen from forward's ``errors``."""
     parameters = forward_parameters(cls)
-    if parameters is None:
+    slots = None if parameters is None else slots_for(parameters)
+    if parameters is None or slots is None:
         return
-    slots: list[Slot] = []
-    for parameter in parameters:
-        classified = classify(parameter)
-        if classified is None:
-            return
-        slots.extend(classified)
     text = " ".join(errors)
     values = next((wanted for pattern, wanted in _WANTS if pattern.search(text)), _ANY_VALUE)
     values = values + tuple(value for value in _ANY_VALUE if value not in values)
@@ -303,12 +331,7 @@ def retry_candidates(cls: type, errors: list[str]) -> Iterator[Candidate]:
             changed = list(slots)
             changed[index] = Slot(slots[index].name, "value", (value,))
             yield from itertools.islice(_candidates_for(changed), 6)  # the first plans, both value ranges
-    if _SHAPE_TROUBLE.search(text) and any(slot.kind == FLOAT for slot in slots):
-        for last in LAST_DIMENSIONS:
-            plan = Plan(f"last dimension {last}", lambda i, n, last=last: (2, last))
-            for low, high in VALUE_RANGES:
-                specs, detail = _arguments(slots, plan, next(iter(_value_choices(slots)), ()), low, high)
-                yield Candidate("synthesized", f"{plan.name}: {detail}", _recipe(specs))
+    yield from more_tries(parameters, slots, errors)
 
 
 def _guessed_tensor(parameters: list[inspect.Parameter], slot: Slot) -> bool:
@@ -320,4 +343,253 @@ def _guessed_tensor(parameters: list[inspect.Parameter], slot: Slot) -> bool:
 
 def _value_choices(slots: list[Slot]) -> list[tuple]:
     return list(itertools.islice(
-        itertools.product(*[slot.values for slot in slots if slot.kind == "value"]), MAX_VALUE_COMBINATIONS))
+        itertools.product(*[slot.values for slot in slots if slot.kind in ("value", SHAPE)]), MAX_VALUE_COMBINATIONS))
+
+
+# --- parameters named like sizes and callables ----------------------------------------------------
+
+_SIZE_NAME = re.compile(r"^(shape|size|sizes)$|_(shape|size|sizes)$")
+_SIZE_ANNOTATION = re.compile(r"tuple|list|sequence|size")
+_CALLABLE_SUFFIX = re.compile(r"_(fn|func|function|callable|callback)$")
+
+
+class _ShapeOf:
+    """A size read off the plan: the first float tensor's shape, or that shape flattened."""
+
+    def __init__(self, flattened: bool) -> None:
+        self.flattened = flattened
+
+    def __repr__(self) -> str:
+        return "(-1,)" if self.flattened else "the first tensor's shape"
+
+
+SAME_SHAPE, FLATTENED = _ShapeOf(False), _ShapeOf(True)
+
+
+def shape_value(token: Any, like: tuple[int, ...]) -> Any:
+    """A SHAPE slot's value in a plan whose first float tensor has shape ``like``."""
+    if isinstance(token, _ShapeOf):
+        return (-1,) if token.flattened else tuple(like)
+    return token
+
+
+class _Difference:
+    """The callable tried for a parameter named like a distance (``dist_func``, ``sq_dist_fn``):
+    the elementwise (squared) difference of two tensors. A kernel's backward assumes what its
+    distance scales like (a squared distance twice as fast as a distance, in a length scale):
+    ``identity`` for ``sq_dist_func`` would make a correct backward fail gradcheck."""
+
+    def __init__(self, squared: bool) -> None:
+        self.squared = squared
+
+    def __call__(self, first: Any, second: Any = None, *arguments: Any, **keywords: Any) -> Any:
+        difference = first if second is None else first - second
+        return difference * difference if self.squared else abs(difference)
+
+    def __repr__(self) -> str:
+        return "squared difference" if self.squared else "absolute difference"
+
+
+def _callables_for(lower: str) -> tuple[Any, ...]:
+    if "dist" in lower:
+        return (_Difference("sq" in lower), _identity)
+    return (_identity,)
+
+
+def named_slot(parameter: inspect.Parameter) -> Optional[list[Slot]]:
+    """Slots that a parameter's name alone says and ``classify`` does not know: a size (``shape``,
+    ``noise_shape``: a tuple of ints, the first tensor's shape first) and a callable named by its
+    suffix (``sq_dist_func``, ``event_fn``). None: ``classify`` decides. A default or an annotation
+    other than a tuple's says more than the name, and wins."""
+    if parameter.kind not in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD) \
+            or parameter.default is not inspect.Parameter.empty:
+        return None
+    lower = parameter.name.lower()
+    annotation = _annotation_text(parameter.annotation)
+    # `kernel_size`, `hidden_size` are ints (NAMED_VALUES); a bare `size` is more often a shape.
+    if _SIZE_NAME.search(lower) and (lower not in NAMED_VALUES or lower == "size") \
+            and (not annotation or (_SIZE_ANNOTATION.search(annotation) and "tensor" not in annotation)):
+        # `chunk_size`, `batch_size`, `block_size` are ints more often than not: 2 is tried next.
+        others = NAMED_VALUES.get(lower) or ((2,) if lower.endswith("_size") else (FLATTENED,))
+        return [Slot(parameter.name, SHAPE, (SAME_SHAPE, *others))]
+    if _CALLABLE_SUFFIX.search(lower) and not annotation:
+        return [Slot(parameter.name, "value", _callables_for(lower))]
+    return None
+
+
+# --- more second tries: tensors for values, inputs without grad, sizes per tensor ----------------
+
+# forward used a plain value guessed from its name (`p` as a probability) as a tensor, or backward
+# returned a gradient for it (autograd: "... but the corresponding forward input was not a Variable").
+_FLOAT_REFUSED = re.compile(r"'float' object|\bnot float\b|forward input was not a Variable")
+# forward refuses gradients for some inputs (gpytorch's kernels: "cannot compute gradients with
+# respect to x1 and x2", checked through ctx.needs_input_grad).
+_GRAD_REFUSED = re.compile(r"gradients? (?:with respect to|w\.r\.t)|does not require grad|requires_grad|"
+                           r"requires grad|needs_input_grad", re.IGNORECASE)
+# forward indexes with a tensor guessed as a float one (pyro's mixture samplers: `which`).
+_INDEX_WANTED = re.compile(r"indices must be long|dtype int(?:32|64)(?:/int64)? for index|"
+                           r"index .*(?:must|should) be .*(?:int|long)", re.IGNORECASE)
+# Sizes that forward's and autograd's errors ask for, as the last dimension of some input.
+_WANTED_SIZE = (
+    re.compile(r"to be: \[(?:\d+, )*(\d+)\]"),  # bmm: "... of batch2 tensor to be: [3, 3] but got: [3, 4]"
+    re.compile(r"size of tensor [ab] \((\d+)\)"),  # "The size of tensor a (0) must match the size of tensor b (3)"
+    re.compile(r"must have length (\d+)"),  # linalg.cross: "inputs dimension -1 must have length 3"
+    re.compile(r"got \[(?:\d+, )*(\d+)\] but expected shape compatible"),  # backward's idea of the input
+    re.compile(r"(?:should|must) be (?:of size |of length )?(\d+)\b"),  # "Last dim should be 3"
+)
+LAST_SIZES = (3, 4, 5, 6, 7, 8)  # Lie groups: a point 3, a quaternion 4, an SE3 pose 7, Sim3 8
+MAX_WANTED_SIZES = 4
+
+
+def more_tries(parameters: list[inspect.Parameter], slots: list[Slot], errors: list[str]) -> Iterator[Candidate]:
+    """Variants of the slots that forward's errors ask for, each with shapes of its own.
+
+    - a plain value guessed from the parameter's name that forward uses as a tensor (``'float'
+      object is not subscriptable``) becomes a float tensor;
+    - inputs that forward refuses gradients for (its error names them, or else each in turn)
+      are passed without requires_grad: the checks then judge the other inputs only;
+    - for the slots as they are and for each variant: one tensor as a column (3, 1) (a length
+      scale that must broadcast), then a last dimension per tensor, the first two tensors' sizes
+      searched in pairs (pypose: a quaternion 4 acting on a point 3), sizes the errors name first.
+
+    ``errors`` grows while the candidates are tried: each step reads what the earlier ones raised.
+    """
+    variants: list[tuple[list[Slot], bool]] = []  # (slots, whether to search sizes first)
+    text = " ".join(errors)
+    as_tensors = _values_as_tensors(parameters, slots)
+    if _FLOAT_REFUSED.search(text) and as_tensors is not None:
+        variants.append((as_tensors, True))  # nothing says the new tensor's size: search it first
+    refusals = " ".join(error for error in errors if _GRAD_REFUSED.search(error))
+    if refusals:
+        # Refused for the only tensor: the differentiable input may be a value guessed by its name
+        # (`scale`), as a tensor.
+        variants.extend((variant, False) for variant in itertools.chain(
+            _without_grad(slots, refusals), _without_grad(as_tensors or [], refusals)))
+    if _INDEX_WANTED.search(text):
+        variants.extend((variant, False) for variant in _as_index(parameters, slots))
+    if _SHAPE_TROUBLE.search(" ".join(errors)):
+        yield from _last_size_candidates(slots, errors)
+    yield from _column_candidates(slots)
+    for variant, sizes_first in variants:
+        start = len(errors)
+        if sizes_first:
+            yield from _last_size_candidates(variant, errors)
+        yield from itertools.islice(_candidates_for(variant), 6)  # the first plans, both value ranges
+        yield from _column_candidates(variant)
+        if not sizes_first and _SHAPE_TROUBLE.search(" ".join(errors[start:])):  # what this variant raised
+            yield from _last_size_candidates(variant, errors)
+
+
+def _values_as_tensors(parameters: list[inspect.Parameter], slots: list[Slot]) -> Optional[list[Slot]]:
+    """The slots with each plain float guessed from a name alone (no default, no annotation) as a
+    float tensor; None when there is none."""
+    guessed = {parameter.name for parameter in parameters
+               if parameter.default is inspect.Parameter.empty and parameter.annotation is inspect.Parameter.empty
+               and isinstance(NAMED_VALUES.get(parameter.name.lower(), (None,))[0], float)}
+    if not any(slot.kind == "value" and slot.name in guessed for slot in slots):
+        return None
+    return [replace(slot, kind=FLOAT, values=()) if slot.kind == "value" and slot.name in guessed else slot
+            for slot in slots]
+
+
+def _without_grad(slots: list[Slot], text: str) -> Iterator[list[Slot]]:
+    """The slots with the float tensors that ``text`` names passed without grad; when it names
+    none, each float tensor in turn. At least one tensor keeps requiring grad: it is what the
+    checks judge."""
+    floats = [slot.name for slot in slots if slot.kind == FLOAT]
+    named = {name for name in floats if re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", text)}
+    groups = [named] if named else [{name} for name in floats]
+    for group in groups:
+        if group and len(group) < len(floats):
+            yield [replace(slot, no_grad=True) if slot.name in group else slot for slot in slots]
+
+
+def _as_index(parameters: list[inspect.Parameter], slots: list[Slot]) -> Iterator[list[Slot]]:
+    """The slots with one float tensor guessed from no annotation as an index tensor, each in turn,
+    while another float tensor is left to check."""
+    floats = [slot for slot in slots if slot.kind == FLOAT]
+    guessed = [slot.name for slot in floats if _guessed_tensor(parameters, slot)]
+    for name in guessed if len(floats) > 1 else ():
+        yield [replace(slot, kind=INDEX) if slot.name == name else slot for slot in slots]
+
+
+def _column_candidates(slots: list[Slot]) -> Iterator[Candidate]:
+    """Each float tensor in turn as a column (3, 1), the others (3, 4): a per-row scale that
+    forward requires to broadcast ("cannot handle multiple lengthscales")."""
+    floats = [slot.name for slot in slots if slot.kind == FLOAT]
+    if len(floats) < 2:
+        return
+    for column in floats:
+        plan = Plan(f"{column} a column", lambda i, n, column=column: (3, 1) if n == column else (3, 4))
+        yield from _plan_candidates(slots, plan)
+
+
+def _last_size_candidates(slots: list[Slot], errors: list[str]) -> Iterator[Candidate]:
+    """A last dimension per tensor: one tensor over the sizes, two in pairs (the same size first,
+    then the pairs of different sizes; any further tensor takes the second one's), (2, size) each."""
+    floats = [slot.name for slot in slots if slot.kind == FLOAT]
+    if not floats:
+        return
+    sizes = list(dict.fromkeys(wanted_sizes(errors) + list(LAST_SIZES)))
+    if len(floats) == 1:
+        pairs = [(size, size) for size in sizes]
+    else:
+        pairs = [(size, size) for size in sizes] + [(a, b) for a in sizes for b in sizes if a != b]
+    for first, second in pairs:
+        plan = Plan(f"last dimension {first}" if first == second or len(floats) == 1 else
+                    f"last dimensions {first}, {second}",
+                    lambda i, n, first=first, second=second: (2, first) if i == 0 else (2, second))
+        yield from _plan_candidates(slots, plan, group_elements=True)
+
+
+def _plan_candidates(slots: list[Slot], plan: Plan, group_elements: bool = False) -> Iterator[Candidate]:
+    """One plan, the first choice of plain values, both value ranges (``group_elements``: with
+    ``_as_group_elements``)."""
+    values = next(iter(_value_choices(slots)), ())
+    for low, high in VALUE_RANGES:
+        specs, detail = _arguments(slots, plan, values, low, high)
+        if group_elements:
+            recipe, note = _as_group_elements(slots, specs)
+            yield Candidate("synthesized", f"{plan.name}: {detail}{note}", recipe)
+        else:
+            yield Candidate("synthesized", f"{plan.name}: {detail}", _recipe(specs))
+
+
+# Where a Lie group element stored in the usual layout keeps its unit quaternion, by the last
+# dimension: SO3 (q), RxSO3 (q, s), SE3 (t, q), Sim3 (t, q, s), as pypose (and lietorch) store them.
+QUATERNION_AT = {4: 0, 5: 0, 7: 3, 8: 3}
+
+
+@dataclass(frozen=True)
+class UnitQuaternionAt:
+    """A float tensor drawn as ``spec`` says, then with its slice [..., start:start + 4] scaled to
+    unit norm (``inputs.prepare`` builds it)."""
+
+    spec: TensorSpec
+    start: int
+
+
+def _as_group_elements(slots: list[Slot], specs: list) -> tuple[Callable[[], tuple], str]:
+    """The arguments with each float tensor that requires grad and has a group's last dimension
+    holding a unit quaternion at its place (the rest drawn as usual). Off the manifold a Lie
+    group op's backward, written for group elements, is wrong for its other inputs too (pypose's
+    `SO3_Act`: the gradient for the point is the rotation matrix of a unit quaternion), and
+    gradcheck would blame a correct formula. For any other forward it is one more draw in the range."""
+    where = [index for index, spec in enumerate(specs) if isinstance(spec, TensorSpec) and spec.is_floating
+             and spec.wants_grad and spec.shape and spec.shape[-1] in QUATERNION_AT]
+    arguments = [UnitQuaternionAt(spec, QUATERNION_AT[spec.shape[-1]]) if index in where else spec
+                 for index, spec in enumerate(specs)]
+    return _recipe(arguments), "".join(f", {slots[index].name}[..., {arguments[index].start}:"
+                                       f"{arguments[index].start + 4}] a unit quaternion" for index in where)
+
+
+def wanted_sizes(errors: list[str]) -> list[int]:
+    """Sizes (2 to 16) that the error texts ask for, most often named first, at most a few."""
+    counts: dict[int, int] = {}
+    for error in errors:
+        for pattern in _WANTED_SIZE:
+            for match in pattern.finditer(error):
+                size = int(match.group(1))
+                if 2 <= size <= 16:
+                    counts[size] = counts.get(size, 0) + 1
+    return sorted(counts, key=lambda size: -counts[size])[:MAX_WANTED_SIZES]
