@@ -271,7 +271,7 @@ def test_summary_line_counts_sources_and_confirmations(fixture_run):
     (total, checked, not_checked, built, rate, declared, call_sites, synthesized,
      confirmed, not_reproduced, unverified, runtime_count) = map(int, match.groups())
     assert total == len(report["functions"]) and built == declared + call_sites + synthesized
-    assert (declared, call_sites) == (9, 2) and rate == round(100 * built / total)
+    assert (declared, call_sites) == (10, 2) and rate == round(100 * built / total)
     assert checked + not_checked == total and checked == sum(1 for f in report["functions"] if f["status"] == "checked")
     # The summary counts what the findings say, one meaning per word.
     static = [f["confirmation"] for f in findings if not f["code"].startswith("AGL9")]
@@ -611,7 +611,11 @@ def test_gradients_different_by_design_are_agl908_not_agl901(fixture_run):
                  and f["code"].startswith("AGL9")}
     assert {name: f["code"] for name, f in by_design.items()} == {
         "ScaledSin": "AGL901", "Float32SinWrong": "AGL901", "GuidedReLU": "AGL909", "ScaleDroppedCoordinate": "AGL901",
-        "ScaleForgotWeight": "AGL901", "DoubleForgotFactor": "AGL901"}
+        "ScaleForgotWeight": "AGL901", "DoubleForgotFactor": "AGL901", "SO2LogPlusOffsetWrong": "AGL901"}
+    partly = by_design["SO2LogPlusOffsetWrong"]["message"]
+    assert partly.startswith("SO2LogPlusOffsetWrong: gradcheck failed for input 1 (`offset`): max |analytical - "
+                             "numerical| = 1"), partly
+    assert partly.endswith("; input 0 (`z`) differs by design (tangent-space gradient)"), partly
     for name in ("RoundSTE", "GradReverse", "StitchGradient", "ClipGradient", "SO2Log", "LogWithAveragedGradient",
                  "SpikeTimeEstimate", "NaturalGradientSin"):
         entry = function(report, name)

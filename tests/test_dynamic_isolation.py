@@ -143,3 +143,17 @@ print("ok")
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO_ROOT,
                             env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"}, timeout=300)
     assert result.stdout.strip() == "ok", result.stderr
+
+
+def test_a_package_module_does_not_shadow_the_standard_library(tmp_path):
+    """A module of a package is imported from above its top package: its siblings must not
+    shadow the standard library (torch_geometric/profile/ hid `profile`, which cProfile imports,
+    and its edge_index.py failed to import)."""
+    write(tmp_path / "pkg" / "__init__.py", "")
+    write(tmp_path / "pkg" / "profile.py", 'raise ImportError("pkg/profile.py shadowed the standard library")\n')
+    write(tmp_path / "pkg" / "ops.py", "import cProfile  # noqa: F401  (imports the standard `profile`)\n" + SCALE)
+    report = tmp_path / "report.json"
+    result = run("--dynamic", "--no-cache", "--dynamic-report", str(report), "pkg/ops.py", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (entry,) = json.loads(report.read_text(encoding="utf-8"))["functions"]
+    assert (entry["function_class"], entry["status"]) == ("Scale", "checked"), entry

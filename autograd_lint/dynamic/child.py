@@ -144,7 +144,11 @@ def import_module(path: str, project_root: str) -> Any:
     while os.path.isfile(os.path.join(top, "__init__.py")):
         parts.insert(0, os.path.basename(top))
         top = os.path.dirname(top)
-    for entry in (os.path.abspath(project_root), directory, top):
+    # A module of a package is imported from its top package's parent only: with the package's
+    # own directory on sys.path, its modules would shadow the standard library's
+    # (torch_geometric/profile/ hid `profile`, which cProfile imports).
+    in_package = len(parts) > 1 or stem == "__init__"
+    for entry in (os.path.abspath(project_root), top) if in_package else (os.path.abspath(project_root), directory):
         if entry not in sys.path:
             sys.path.insert(0, entry)
     if len(parts) > 1 or stem == "__init__":
