@@ -279,6 +279,8 @@ def tangent_layout(analytical: torch.Tensor, numerical: torch.Tensor, input_shap
         return ""  # forward does not depend on those coordinates either: nothing was padded
     if not free[0].numel() or torch.allclose(free[0], free[1], rtol=1e-3, atol=1e-5):
         return ""  # the derivative everywhere else: a dropped coordinate, a bug (AGL901)
+    if not bool(free[0].any()):
+        return ""  # no gradient at all where one is due: not a tangent space either
     return " and ".join(said)
 
 

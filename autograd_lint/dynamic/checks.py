@@ -246,15 +246,33 @@ def compare_devices(cpu: CheckReport, cuda: CheckReport) -> list[RuntimeFinding]
             for finding in cuda.findings if finding.code not in cpu_codes]
 
 
-def differentiable_outputs(cls: type) -> Callable[..., Any]:
-    """``cls.apply`` keeping only floating tensor outputs (what gradcheck can compare)."""
+def differentiable_outputs(cls: type, make_inputs: Optional[Callable[[], tuple]] = None) -> Callable[..., Any]:
+    """``cls.apply`` keeping only floating tensor outputs (what gradcheck can compare); with
+    ``make_inputs``, also without those forward marks non-differentiable (kornia's
+    ``_NullSpaceBasis`` returns S and V only to save them): gradcheck leaves them out, and so must
+    the Jacobians computed here, whose finite differences would see them move."""
+    keep: Optional[list[bool]] = None
+    if make_inputs is not None:
+        try:
+            with torch.enable_grad():
+                keep = [value.requires_grad for value in _floating(flatten_outputs(cls.apply(*make_inputs())))]
+        except Exception:  # forward's failures are the checks' to report
+            keep = None
+        if keep is not None and not any(keep):
+            keep = None
 
     def apply(*inputs: Any) -> Any:
-        outputs = tuple(value for value in flatten_outputs(cls.apply(*inputs))
-                        if isinstance(value, torch.Tensor) and (value.is_floating_point() or value.is_complex()))
+        outputs = _floating(flatten_outputs(cls.apply(*inputs)))
+        if keep is not None and len(keep) == len(outputs):
+            outputs = tuple(value for value, kept in zip(outputs, keep) if kept)
         return outputs[0] if len(outputs) == 1 else outputs
 
     return apply
+
+
+def _floating(values: list) -> tuple:
+    return tuple(value for value in values
+                 if isinstance(value, torch.Tensor) and (value.is_floating_point() or value.is_complex()))
 
 
 def has_differentiable_output(cls: type, make_inputs: Callable[[], tuple]) -> bool:
@@ -374,7 +392,7 @@ def gradcheck_outcome(cls: type, make_inputs: Callable[[], tuple], names: list[s
 
 
 def _gradcheck_outcome(cls: type, make_inputs: Callable[[], tuple], names: list[str]) -> GradcheckOutcome:
-    function = structure.project(differentiable_outputs(cls), structure.of(make_inputs))
+    function = structure.project(differentiable_outputs(cls, make_inputs), structure.of(make_inputs))
     inputs = make_inputs()
     with torch.no_grad():
         outputs = _as_tuple(function(*inputs))
@@ -502,7 +520,7 @@ def over_tensors(function: Callable[..., Any], inputs: tuple) -> tuple[Callable[
 def gradgradcheck_failure(cls: type, make_inputs: Callable[[], tuple],
                           names: Optional[list[str]] = None) -> Optional[str]:
     structures = structure.of(make_inputs)
-    function = structure.project(differentiable_outputs(cls), structures)
+    function = structure.project(differentiable_outputs(cls, make_inputs), structures)
     note = structure.note(structures, names or [])
     inputs = make_inputs()
     try:
