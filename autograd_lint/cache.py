@@ -30,6 +30,8 @@ DEFAULT_CACHE_DIR = ".autograd_lint_cache"
 _FILE_NAME = "cache-v1.pickle"
 _RUN_FILE_NAME = "runs-v1.pickle"
 PROJECT_FILE_NAME = "projects-v1.pickle"
+# The facts of a project's other files, for a run of a few of its files (engine.OthersFacts).
+OTHERS_FILE_NAME = "others-v1.pickle"
 _RUNS_KEPT = 4  # a few different runs over one tree (src/, tests/, the whole) each find theirs
 # Entries kept per layer: enough for very large monorepos, bounded so the file cannot grow forever.
 _MAX_ENTRIES = 200_000

@@ -20,13 +20,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from functools import lru_cache, partial
-from typing import Callable, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 from autograd_lint.analysis.names import module_name_of
 from autograd_lint.analysis.precheck import TextSummary, summarize
 from autograd_lint.analysis.project import FileFacts, ProjectFacts
 from autograd_lint.analysis.source_file import SourceFile
-from autograd_lint.cache import PROJECT_FILE_NAME, Cache, RunMemo, content_hash, stamp
+from autograd_lint.cache import OTHERS_FILE_NAME, PROJECT_FILE_NAME, Cache, RunMemo, content_hash, stamp
 from autograd_lint.catalogue import RULES
 from autograd_lint.findings import Finding
 from autograd_lint.gc_pause import gc_paused
@@ -90,12 +90,18 @@ def lint_projects(
     stats = stats or {}
     layout = [(list(paths), _others(paths, project_paths)) for paths, project_paths in groups]
     memo, run_key = None, ""
+    others_keys: list[str] = []
     if cache_dir:
+        others_keys = [_others_key(others, stats, max_file_size) for _, others in layout]
         memo = RunMemo.load(cache_dir)
-        run_key = RunMemo.key([_run_key(paths, selection_for, max_file_size, stats, others)
-                               for paths, others in layout])
+        run_key = RunMemo.key([_run_key(paths, selection_for, max_file_size, stats, others_key)
+                               for (paths, _), others_key in zip(layout, others_keys)])
         if run_key in memo.runs:  # the very same run as before: its result, nothing else loaded
             return [_results_of(paths, stored) for (paths, _), stored in zip(layout, memo.runs[run_key])]
+        known = _with_known_others(layout, others_keys, selection_for, max_file_size, cache_dir)
+        if known is not None:  # a few files of a project whose other files are as last time
+            memo.save(run_key, [_stored_results(known)])
+            return [known]
     with gc_paused():
         cache = Cache.load(cache_dir) if cache_dir else None
         states: list[_State] = []
@@ -116,6 +122,8 @@ def lint_projects(
                 results.append(_lint_all(states, selection_for, project, pool, cache, linted))
         finally:
             pool.close()
+        if cache_dir and _few_of_a_project(layout):
+            OthersFacts.remember(cache_dir, others_keys[0], states[len(layout[0][0]):], project)
     if cache is not None:
         cache.save()
     if memo is not None and not any(result.internal_errors for group in results for result in group):
@@ -132,11 +140,84 @@ def _others(paths: Sequence[str], project_paths: Sequence[str]) -> list[str]:
     return [path for path in project_paths if (path if os.path.isabs(path) else os.path.abspath(path)) not in given]
 
 
+# A run of at most this many files of a project reuses the facts of its other files when none of
+# them changed (``OthersFacts``): an editor or a pre-commit hook on the file just saved.
+FEW_FILES = 8
+
+
+def _few_of_a_project(layout: list[tuple[list[str], list[str]]]) -> bool:
+    return len(layout) == 1 and 0 < len(layout[0][0]) <= FEW_FILES and bool(layout[0][1])
+
+
+@dataclass
+class OthersFacts:
+    """What the other files of a project said, when a run of a few of its files gathered the
+    project's facts: theirs (module, facts), their ``grad_fn`` attributes, and the project's
+    Function names then. Kept by the other files' stamps (``_others_key``). A later run of the
+    same few files, edited, needs no other file: their facts are these, as long as the project's
+    Function names come out the same with the edited files' facts (the names decide which other
+    files a gathering parses: ``_gather_project_facts``)."""
+
+    names: frozenset[str]
+    facts: list[tuple[Any, FileFacts]]
+    grad_fn_attributes: list[tuple[None, FileFacts]]
+
+    @classmethod
+    def remember(cls, cache_dir: str, key: str, others: list[_State], project: ProjectFacts) -> None:
+        merged = [(module_name_of(s.path), s.facts) for s in others if s.facts is not None]
+        attributes = [(None, FileFacts(grad_fn_attributes=set(s.summary.grad_fn_attributes))) for s in others
+                      if s.summary is not None and s.summary.grad_fn_attributes]
+        RunMemo.load(cache_dir, OTHERS_FILE_NAME).save(key, cls(project.function_names, merged, attributes))
+
+
+def _with_known_others(layout: list[tuple[list[str], list[str]]], others_keys: list[str],
+                       selection_for: Callable[[str], RuleFilter], max_file_size: Optional[int],
+                       cache_dir: str) -> Optional[list[FileResult]]:
+    """The results of a run of a few files of a project whose other files are unchanged since a
+    run of the same kind (``OthersFacts``): only the few files are read; None when that does not
+    apply, or when their facts change the project's Function names (then the whole gathering
+    runs, which may parse other files)."""
+    if not _few_of_a_project(layout):
+        return None
+    known = RunMemo.load(cache_dir, OTHERS_FILE_NAME).runs.get(others_keys[0])
+    if not isinstance(known, OthersFacts):
+        return None
+    states = [_State(path) for path in layout[0][0]]
+    pool = WorkerPool(1, len(states), make_state=partial(Pipeline, max_file_size, hashing=False),
+                      preload=load_the_analysis)
+    try:
+        _summarize(states, list(range(len(states))), pool, None, {})
+        names = known.names
+        _collect_facts(states, [i for i, s in enumerate(states) if s.summary is not None and s.error is None and (
+            s.summary.defines_function or s.summary.may_subclass(names) or s.summary.may_use(names))], pool, None)
+        project = ProjectFacts.merge(
+            [(module_name_of(s.path), s.facts) for s in states if s.facts is not None] + known.facts
+            + [(None, FileFacts(grad_fn_attributes=set(s.summary.grad_fn_attributes))) for s in states
+               if s.summary is not None and s.summary.grad_fn_attributes] + known.grad_fn_attributes)
+        if project.function_names != names:
+            return None
+        return _lint_all(states, selection_for, project, pool, None, range(len(states)))
+    finally:
+        pool.close()
+
+
+def _others_key(others: Sequence[str], stats: dict, max_file_size: Optional[int]) -> str:
+    """The other files of a project and their stamps, as one key (``stats``: discovery's)."""
+    if not others:
+        return ""
+    get = stats.get
+    # The stamp's fields inline, not through stamp(): a project of 10,000 files pays this on every
+    # run of a few of its files (bench/NOTES.md).
+    return RunMemo.key([max_file_size, *[(path, info.st_size, info.st_mtime_ns, info.st_ino)
+                                         if (info := get(path)) is not None else (path, stamp(path))
+                                         for path in others]])
+
+
 def _run_key(paths: Sequence[str], selection_for: Callable[[str], RuleFilter], max_file_size: Optional[int],
-             stats: dict, others: Sequence[str] = ()) -> str:
+             stats: dict, others_key: str = "") -> str:
     """Everything a run's results depend on besides the files' bytes, which the stamps stand
     for (as in the per-file layers): the files in order, and the codes selected for each; the
-    other files of the project, and their stamps."""
+    other files of the project, and their stamps (``others_key``)."""
     code_lists: dict[frozenset[str], str] = {}
     entries: list[tuple] = [max_file_size]
     for path in paths:
@@ -145,8 +226,7 @@ def _run_key(paths: Sequence[str], selection_for: Callable[[str], RuleFilter], m
         if listed is None:
             listed = code_lists[codes] = ",".join(sorted(codes))
         entries.append((path, stamp(path, stats.get(path)), listed))
-    entries.append("project")
-    entries.extend((path, stamp(path, stats.get(path))) for path in others)
+    entries.append(("project", others_key))
     return RunMemo.key(entries)
 
 

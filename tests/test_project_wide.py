@@ -240,3 +240,30 @@ def test_the_plugin_loads_a_project_once_for_all_its_directories(package: Path, 
     assert len(loads) == 1
     assert found["myops/activations.py"] == [(12, "AGL101"), (27, "AGL201")]
     assert found["myops/norms.py"] == [(12, "AGL101")]
+
+
+def test_a_file_edited_again_is_judged_with_its_projects_facts_without_rereading_them(package: Path):
+    """A run of a few files of a project whose other files are unchanged reuses those files' facts
+    (engine.OthersFacts, kept in the cache directory) and reads nothing else: each answer equals a
+    run without the cache, whether the edit keeps the project's Function names (the facts are
+    reused: the per-file cache is not even loaded, so not rewritten) or adds one (the whole
+    project's facts are gathered again)."""
+    name = "myops/activations.py"
+    path = package / name
+    cache_file = package / ".autograd_lint_cache" / "cache-v1.pickle"
+
+    def same_as_without_cache() -> set:
+        with_cache = cli_findings(name, cwd=package)
+        assert with_cache == cli_findings("--no-cache", name, cwd=package)
+        return with_cache
+
+    first = same_as_without_cache()  # the whole gathering: the other files' facts are remembered
+    assert (package / ".autograd_lint_cache" / "others-v1.pickle").is_file()
+    stamp = cache_file.stat().st_mtime_ns
+    path.write_text(path.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
+    assert same_as_without_cache() == first
+    assert cache_file.stat().st_mtime_ns == stamp  # answered from the remembered facts alone
+    path.write_text(BUFFER, encoding="utf-8")  # a new Function subclass: the names change
+    grown = same_as_without_cache()
+    assert (name, BUFFER_LINE, 9, "AGL101") in grown - first  # the forward it inherits is in base.py
+    assert cache_file.stat().st_mtime_ns != stamp  # gathered again
