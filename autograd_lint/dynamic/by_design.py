@@ -193,11 +193,15 @@ def sign_estimator(cls: type, analytical: torch.Tensor, numerical: torch.Tensor)
 def _documentation_matches(cls: type, pattern: re.Pattern, module_too: bool = False) -> bool:
     """The class's source (docstring, comments) matches ``pattern``; or, with ``module_too``, its
     module's (the words are often on the nn.Module that calls ``apply``)."""
+    return bool(pattern.search(_source_text(cls, module_too)))
+
+
+def _source_text(cls: type, module_too: bool = False) -> str:
+    """The class's source, or its module's; its docstring when the source cannot be read."""
     try:
-        source = inspect.getsource(inspect.getmodule(cls) if module_too else cls)
+        return inspect.getsource(inspect.getmodule(cls) if module_too else cls)
     except (OSError, TypeError):
-        source = cls.__doc__ or ""
-    return bool(pattern.search(source))
+        return cls.__doc__ or ""
 
 
 def backward_only_inputs(function: Callable[..., Any], inputs: tuple, index: int, base: list[torch.Tensor],
@@ -359,11 +363,7 @@ def _flat_near(function: Callable[..., Any], inputs: tuple, index: int, base: li
 
 
 def docstring_hint(cls: type) -> str:
-    try:
-        source = inspect.getsource(cls)
-    except (OSError, TypeError):
-        source = cls.__doc__ or ""
-    match = HINT.search(source)
+    match = HINT.search(_source_text(cls))
     return match.group(0) if match else ""
 
 
