@@ -27,6 +27,7 @@ from autograd_lint.analysis.syntax import (
     is_none,
     own_nodes,
     positional_args,
+    target_names,
 )
 from autograd_lint.analysis.input_evidence import (
     USE_NODE_CLASSES,
@@ -984,23 +985,14 @@ def _names_only_bound_to_none(method: Method) -> set[str]:
     for node in method.nodes_of(cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.WithItem, cst.NamedExpr):
         if isinstance(node, cst.Assign):
             for target in node.targets:
-                for name in _target_names(target.target):
+                for name in target_names(target.target):
                     bound[name] = bound.get(name, True) and isinstance(target.target, cst.Name) and is_none(node.value)
         else:
             target = node.target if not isinstance(node, cst.WithItem) else (node.asname.name if node.asname else None)
-            for name in _target_names(target):
+            for name in target_names(target):
                 bound[name] = bound.get(name, True) and isinstance(node, cst.AnnAssign) and is_none(node.value)
     return {name for name, none in bound.items() if none}
 
-
-def _target_names(target) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for e in target.elements for n in _target_names(e.value)]
-    if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
-    return []
 
 
 def _ctx_escapes(method: Method, ctx_names: frozenset[str]) -> bool:

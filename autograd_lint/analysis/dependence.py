@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from autograd_lint.analysis.flow import enumerate_paths
-from autograd_lint.analysis.syntax import code_children, dotted, is_ctx_attr
+from autograd_lint.analysis.syntax import code_children, dotted, is_ctx_attr, target_names
 
 if TYPE_CHECKING:
     from autograd_lint.analysis.class_model import FunctionModel, Method
@@ -156,13 +156,13 @@ class _Evaluator:
         parent = self.method.parents.get(id(element))
         if isinstance(parent, cst.For) and parent.iter is element:
             self._kill_calls(element, env)
-            for name in _target_names(parent.target):
+            for name in target_names(parent.target):
                 env.pop(name, None)
             return
         if isinstance(parent, cst.WithItem) and parent.item is element:
             self._kill_calls(element, env)
             if parent.asname is not None:
-                for name in _target_names(parent.asname.name):
+                for name in target_names(parent.asname.name):
                     env.pop(name, None)
             return
         if isinstance(element, cst.Assign):
@@ -192,7 +192,7 @@ class _Evaluator:
         elif isinstance(element, cst.BaseExpression):
             self._kill_calls(element, env)  # an `if` test or a `while` condition
         elif isinstance(element, (cst.Del,)):
-            for name in _target_names(element.target):
+            for name in target_names(element.target):
                 env.pop(name, None)
 
     def _bind(self, target: cst.BaseExpression, value_node: cst.BaseExpression, value: Sources,
@@ -210,7 +210,7 @@ class _Evaluator:
             if star is not None and isinstance(value_node, cst.Name) and value_node.value == star:
                 inputs = {p.name for p in self.model.known_inputs}
                 for element in target.elements:  # `x, w = args`: forward's inputs by position
-                    for name in _target_names(element.value):
+                    for name in target_names(element.value):
                         if name in inputs and not isinstance(element, cst.StarredElement):
                             env[name] = frozenset([name])
                         else:
@@ -219,7 +219,7 @@ class _Evaluator:
             # `a, b = x.chunk(2)`: each part carries x; `a, b = helper(x)`: unknown
             parts = _splits(value_node)
             for element in target.elements:
-                for name in _target_names(element.value):
+                for name in target_names(element.value):
                     if parts and not isinstance(element, cst.StarredElement):
                         env[name] = self.sources(parts, env)
                     else:
@@ -372,17 +372,6 @@ def _integer_dtype(node: cst.BaseExpression) -> bool:
     name = dotted(node)
     return name is not None and name.rsplit(".", 1)[-1] in _INTEGER_DTYPES
 
-
-def _target_names(target: Optional[cst.CSTNode]) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for e in target.elements for n in _target_names(e.value)]
-    if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
-    if isinstance(target, cst.Del):
-        return _target_names(target.target)
-    return []
 
 
 def _children(node: cst.CSTNode) -> list[cst.CSTNode]:

@@ -221,6 +221,20 @@ def all_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         stack.extend(reversed(code_children(current)))
 
 
+def target_names(target: Optional[cst.CSTNode]) -> list[str]:
+    """The names an assignment, ``for``, ``with ... as`` or ``del`` target binds (``a, (b, *c)``:
+    a, b, c); attributes and subscripts bind none."""
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in target_names(e.value)]
+    if isinstance(target, cst.StarredElement):
+        return target_names(target.value)
+    if isinstance(target, cst.Del):
+        return target_names(target.target)
+    return []
+
+
 def names_read(node: cst.CSTNode) -> set[str]:
     """Names read anywhere under ``node``, nested scopes included (an over-approximation that
     only skips attribute names and keyword-argument names)."""
