@@ -61,6 +61,10 @@ class RuleInfo:
     # "shape", "dtype", "device", "type"), as AGL903 reports several at once; "AGL905:<kind>"
     # one of AGL905's ("values", "raises").
     explains: tuple[str, ...] = ()
+    # Codes whose finding on the same line already says what this rule would: this rule's
+    # finding there is dropped, so one problem is reported once (a `.data` write on an input is
+    # AGL303's, which names the input and says the write is unseen; AGL304 adds nothing).
+    restated_by: tuple[str, ...] = ()
 
     @property
     def severity_text(self) -> str:
@@ -133,7 +137,7 @@ RULES: dict[str, RuleInfo] = {
                  "backward returns a gradient without reading any gradient parameter",
                  confirmable=True, explains=("AGL901",)),
         RuleInfo("AGL201", "ctx-tensor-attribute", "error",
-                 "forward's output, or an input that gets a gradient or whose values backward reads, "
+                 "forward's output, or an input that gets a gradient and whose values backward reads, "
                  "kept as a ctx attribute instead of with save_for_backward",
                  confirmable=True,
                  fix="`ctx.x = x` -> `ctx.save_for_backward(x)`, "
@@ -179,7 +183,7 @@ RULES: dict[str, RuleInfo] = {
         RuleInfo("AGL304", "dot-data", "warning",
                  "a write through .data (unseen by the version counter), or a .data read that breaks "
                  "double backward or detaches what backward reads", graded="error (write) / warning (read)",
-                 confirmable=True, explains=("AGL902",),
+                 confirmable=True, explains=("AGL902",), restated_by=("AGL301", "AGL302", "AGL303"),
                  fix="`.data` read -> `.detach()` (in `backward`: plain `x`, which keeps double backward)",
                  fix_safety="unsafe"),
         RuleInfo("AGL305", "backward-not-differentiable", "info",

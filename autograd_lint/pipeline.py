@@ -26,6 +26,7 @@ from typing import Optional, Sequence, Union
 from autograd_lint.analysis.precheck import TextSummary, summarize
 from autograd_lint.analysis.project import FileFacts, ProjectFacts, facts_from_index
 from autograd_lint.analysis.source_file import SourceFile
+from autograd_lint.catalogue import RULES
 from autograd_lint.findings import Finding
 from autograd_lint.fix.options import FIXABLE_CODES
 
@@ -138,6 +139,7 @@ def _lint_analysable(source: SourceFile, codes: frozenset[str], project: Project
                    "(its grammar lags CPython's; a line holding only a backslash is one case)", line)
             for line, name in module.unparsed
         )
+    findings = _without_restated(findings)
     # The suppressions (nothing to suppress in a file without findings: its lines are not even split).
     spans = [
         (m.info.node.lineno, min([m.info.node.lineno] + [d.lineno for d in m.info.node.decorator_list]),
@@ -197,6 +199,19 @@ class Pipeline:
         for path, _ in jobs:  # done with these: let their trees go
             self.files.pop(path, None)
         return results
+
+
+def _without_restated(findings: list[Finding]) -> list[Finding]:
+    """Drop a finding that another rule's finding on the same line already states
+    (``RuleInfo.restated_by``). Done before the suppressions, so one `# noqa` for the finding that
+    stays covers the line."""
+    if not any(RULES[f.code].restated_by for f in findings if f.code in RULES):
+        return findings
+    codes_at = {}
+    for finding in findings:
+        codes_at.setdefault(finding.line, set()).add(finding.code)
+    return [f for f in findings
+            if f.code not in RULES or not codes_at[f.line].intersection(RULES[f.code].restated_by)]
 
 
 def load_the_analysis() -> None:

@@ -27,7 +27,7 @@ BUGGY_SOURCE = textwrap.dedent(
             return x * w
         @staticmethod
         def backward(ctx, g):
-            return g
+            return g * ctx.x
     """
 )
 

@@ -29,7 +29,7 @@ def test_agl201_names_the_cycle_for_an_output_and_the_silent_corruption_for_an_i
     assert "reference cycle" in messages[_line_of(bad, "ctx.out = out  #")]
     assert "view of forward's output" in messages[_line_of(bad, "ctx.flat = out.view(-1)")]
     assert "receives a gradient" in messages[_line_of(bad, "ctx.x = x  #")]
-    assert "whose values backward reads" in messages[_line_of(bad, "ctx.weight = weight")]
+    assert "whose values backward reads" in messages[_line_of(bad, "ctx.tensors = (None, B)  #")]
     assert "shares the storage of forward's output" in messages[_line_of(bad, "ctx.out = out.detach()")]
     assert all("silently corrupts the gradient" in m or "reference cycle" in m for m in messages.values())
 
@@ -64,3 +64,66 @@ def test_agl302_says_whose_tensor_changes_and_spares_a_private_buffer():
     bad = {f["line"]: f["message"] for f in findings if f["code"] == "AGL302" and f["path"].endswith("bad.py")}
     assert bad and all("which is forward" in m and "caller holds" in m for m in bad.values())
     assert not [f for f in findings if f["path"].endswith("good.py")]
+
+
+def test_agl201_leaves_constants_and_unread_inputs_to_agl207():
+    """An input whose gradient is None on every return (a frozen or quantized weight), one that
+    backward never reads (an element unpacked to `_A`) or reads only for its shape
+    (`torch.zeros_like`): no in-place change reaches the gradient, so AGL207 (opt-in) has them."""
+    bad = REPO_ROOT / "fixtures" / "AGL207" / "bad.py"
+    assert [f for f in _findings("fixtures/AGL207/bad.py") if f["code"] == "AGL201"] == []
+    agl207 = _by_line(_findings("--select", "AGL207", "fixtures/AGL207/bad.py"), "AGL207")
+    for text in ("ctx.weight = weight  #", "ctx.tensors = (None, B)  #", "ctx.tensors = (A.shape[0], A)", "ctx.A = A  #"):
+        assert _line_of(bad, text) in agl207, text
+
+
+DATA_WRITE_ON_INPUT = (
+    "import torch\n\n\n"
+    "class Assign(torch.autograd.Function):\n"
+    "    @staticmethod\n"
+    "    def forward(ctx, scratch, value):\n"
+    "        scratch.data[0] = value\n"
+    "        return scratch\n\n"
+    "    @staticmethod\n"
+    "    def backward(ctx, grad):\n"
+    "        return grad, grad[0]\n"
+)
+
+
+def test_a_data_write_on_an_input_is_one_finding_and_one_noqa_covers_it(tmp_path: Path):
+    """AGL303 reports the write and says it is unseen by the version counter; AGL304 would say
+    the same of the same line, so it stays quiet there unless AGL303 is off."""
+    source = tmp_path / "assign.py"
+    source.write_text(DATA_WRITE_ON_INPUT)
+    found = _findings("assign.py", cwd=tmp_path)
+    assert [(f["code"], f["line"], f["severity"]) for f in found] == [("AGL303", 7, "error")]
+    assert "through .data (unseen by the version counter)" in found[0]["message"]
+    alone = _findings("--ignore", "AGL303", "assign.py", cwd=tmp_path)
+    assert [(f["code"], f["line"], f["severity"]) for f in alone] == [("AGL304", 7, "error")]
+    source.write_text(DATA_WRITE_ON_INPUT.replace("= value\n", "= value  # noqa: AGL303\n"))
+    assert _findings("--extend-select", "AGL001", "assign.py", cwd=tmp_path) == []
+
+
+
+WRITE_AND_RETURN = (
+    "import torch\n\n\n"
+    "class Scale(torch.autograd.Function):\n"
+    "    @staticmethod\n"
+    "    def forward(ctx, x):\n"
+    "        x.mul_(2)\n"
+    "        return x\n\n"
+    "    @staticmethod\n"
+    "    def backward(ctx, grad):\n"
+    "        return grad * 2\n"
+)
+
+
+def test_agl303_reads_every_caller_in_the_project_for_write_and_return(tmp_path: Path):
+    """`x.mul_(2); return x` is harmless when every caller rebinds its name to the result, and
+    a silent wrong gradient when one keeps using the tensor it passed, in any file."""
+    (tmp_path / "ops.py").write_text(WRITE_AND_RETURN)
+    (tmp_path / "model.py").write_text("from ops import Scale\n\n\ndef f(x):\n    x = Scale.apply(x)\n    return x\n")
+    assert _findings(".", cwd=tmp_path) == []
+    (tmp_path / "other.py").write_text("from ops import Scale\n\n\ndef g(x):\n    y = Scale.apply(x)\n    return x * y\n")
+    found = _findings(".", cwd=tmp_path)
+    assert [(f["code"], Path(f["path"]).name, f["line"]) for f in found] == [("AGL303", "ops.py", 7)]

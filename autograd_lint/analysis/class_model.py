@@ -25,6 +25,7 @@ from autograd_lint.analysis.syntax import (
     has_star_arg,
     is_ctx_attr,
     is_none,
+    literal_key,
     own_nodes,
     positional_args,
     target_names,
@@ -256,6 +257,14 @@ class FunctionModel:
         if self.project is None or input_name not in names:
             return None
         return self.project.literal_kinds(self.key, names.index(input_name))
+
+    def callers_rebind(self, input_name: str) -> bool:
+        """Every ``.apply(...)`` call in the linted files rebinds the name it passes for this
+        input to the result (``k = F.apply(k, v)``, ``ProjectFacts.rebound_at_every_call``)."""
+        names = [p.name for p in self.known_inputs]
+        if self.project is None or input_name not in names:
+            return False
+        return self.project.rebound_at_every_call(self.key, names.index(input_name))
 
     # ---- methods ---------------------------------------------------------------------------
     def method(self, name: str) -> Optional[Method]:
@@ -701,14 +710,7 @@ class FunctionModel:
         index = node.slice[0].slice
         if container is None or not isinstance(index, cst.Index):
             return None
-        key: Union[int, str, None] = None
-        if isinstance(index.value, cst.Integer):
-            key = int(index.value.value)
-        elif isinstance(index.value, cst.UnaryOperation) and isinstance(index.value.operator, cst.Minus) \
-                and isinstance(index.value.expression, cst.Integer):
-            key = -int(index.value.expression.value)
-        elif isinstance(index.value, cst.SimpleString) and isinstance(index.value.evaluated_value, str):
-            key = index.value.evaluated_value
+        key = literal_key(index.value)
         length, elements = container
         if isinstance(key, int) and length is not None:
             key = key % length if -length <= key < length else None

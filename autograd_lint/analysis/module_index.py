@@ -174,7 +174,7 @@ def build_module_index(
     calls = collected.calls
     if instantiations and function_names:
         calls = calls + _calls_of_names(tree, text, function_names, collected)
-    _collect_calls(index, calls, function_names, collected.function_defs)
+    _collect_calls(index, calls, function_names, collected.function_defs, collected.result_names)
     return index
 
 
@@ -206,6 +206,8 @@ class ModuleSkeleton:
     calls: list[tuple[ast.Call, ast.AST]] = field(default_factory=list)  # (call, enclosing scope)
     assigns: list[ast.Assign] = field(default_factory=list)
     function_defs: dict[str, ast.AST] = field(default_factory=dict)
+    # id of a call -> the one name its statement binds the result to (`k = F.apply(k, v)`)
+    result_names: dict[int, str] = field(default_factory=dict)
     interesting_lines: set[int] = field(default_factory=set)  # may hold a call worth indexing
     structural_lines: list[int] = field(default_factory=list)  # sorted: those + class + import lines
 
@@ -359,6 +361,10 @@ def _collect_statement_calls(statement: ast.stmt, scope: ast.AST, collected: Mod
     )
     if not any(line in collected.interesting_lines for line in range(first, max(first, last) + 1)):
         return
+    target = statement.targets[0] if isinstance(statement, ast.Assign) and len(statement.targets) == 1 else (
+        statement.target if isinstance(statement, ast.AnnAssign) else None)
+    if isinstance(target, ast.Name) and isinstance(statement.value, ast.Call):
+        collected.result_names[id(statement.value)] = target.id
     for name, value in ast.iter_fields(statement):
         if name in _BLOCK_FIELDS:
             continue
@@ -458,7 +464,7 @@ def _site(node: ast.AST) -> CallSite:
 
 def _collect_calls(
     index: ModuleIndex, calls: list[tuple[ast.Call, ast.AST]], function_names: set[str],
-    function_defs: dict[str, ast.AST],
+    function_defs: dict[str, ast.AST], result_names: dict[int, str],
 ) -> None:
     # `GradReverse = GradReverse.apply`: after that, calling the name calls apply.
     rebound = {
@@ -482,8 +488,11 @@ def _collect_calls(
             count = len(call.args) + len(call.keywords) if countable else None
             # Keyed by the name as written: the project facts resolve it in this module's scope.
             index.apply_arg_counts.setdefault(parts[0], []).append(count)
+            result_name = result_names.get(id(call))
             index.apply_arg_kinds.setdefault(parts[0], []).append(tuple(
-                "*" if isinstance(a, ast.Starred) else argument_kind(a, scope, index.tree) for a in call.args))
+                "*" if isinstance(a, ast.Starred) else
+                REBOUND if isinstance(a, ast.Name) and a.id == result_name else
+                argument_kind(a, scope, index.tree) for a in call.args))
             index.apply_lines.setdefault(parts[0], []).append(call.lineno)
         elif len(parts) == 1 and func in function_names and func not in rebound:
             index.instantiations.append((func, _site(call)))
@@ -495,6 +504,9 @@ def _collect_calls(
 
 
 _LITERAL_TYPES = (bool, int, float, complex, str, bytes)
+# The kind of an argument that the call's own statement rebinds to the result (`k = F.apply(k, v)`):
+# after the call, the caller's name refers to the output, not to the tensor it passed.
+REBOUND = "rebound"
 
 
 def literal_kind(node: ast.AST) -> str:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Iterable, Optional
 
 from autograd_lint.analysis.ast_walk import walk
-from autograd_lint.analysis.module_index import FUNCTION_BASES, ModuleIndex
+from autograd_lint.analysis.module_index import FUNCTION_BASES, REBOUND, ModuleIndex
 from autograd_lint.analysis.names import ModuleName, ModuleSymbols, NameTable, Scope, build_name_table
 
 
@@ -117,10 +117,18 @@ class ProjectFacts:
             return None
         kinds = set()
         for call in calls:
-            if position >= len(call) or "*" in call[: position + 1] or call[position] == "other":
+            if position >= len(call) or "*" in call[: position + 1] or call[position] in ("other", REBOUND):
                 return None
             kinds.add(call[position])
         return frozenset(kinds)
+
+    def rebound_at_every_call(self, class_key: str, position: int) -> bool:
+        """Every ``.apply(...)`` call of the class in the linted files (one at least) passes a name
+        at ``position`` that its statement rebinds to the result: ``k = F.apply(k, v)``."""
+        calls = self.apply_arg_kinds.get(class_key)
+        return bool(calls) and all(
+            position < len(call) and "*" not in call[: position + 1] and call[position] == REBOUND
+            for call in calls)
 
     def defines(self, class_key: str, member: str) -> bool:
         """Does the class, or one of its bases in any linted file, define ``member``? (methods

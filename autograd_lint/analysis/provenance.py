@@ -23,13 +23,15 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Optional
+from typing import TYPE_CHECKING, Iterable, Optional, Union
 
 import libcst as cst
 
 from autograd_lint.analysis.flow import VIEW_METHODS, is_basic_index
-from autograd_lint.analysis.syntax import code_children, constant_index, dotted, is_ctx_attr, is_none, positional_args
-from autograd_lint.analysis.tensorness import NON_TENSOR_ATTRIBUTES, Tensorness
+from autograd_lint.analysis.syntax import (
+    code_children, constant_index, dotted, is_ctx_attr, is_none, literal_key, positional_args,
+)
+from autograd_lint.analysis.tensorness import NON_TENSOR_ATTRIBUTES, Tensorness, is_zero_gradient
 
 if TYPE_CHECKING:
     from autograd_lint.analysis.class_model import FunctionModel, Method
@@ -98,8 +100,13 @@ _CERTAIN_VIEW_FUNCTIONS = frozenset(
 METADATA_ATTRIBUTES = NON_TENSOR_ATTRIBUTES - {"grad_fn", "_version"}
 METADATA_METHODS = frozenset(
     {"size", "dim", "ndimension", "numel", "nelement", "stride", "storage_offset", "element_size",
-     "get_device", "is_contiguous", "is_floating_point", "is_complex", "is_signed", "type", "dim_order"}
+     "get_device", "is_contiguous", "is_floating_point", "is_complex", "is_signed", "type", "dim_order",
+     # a new tensor like this one: its dtype and device, not its values
+     "new_zeros", "new_ones", "new_empty", "new_full"}
 )
+# torch.zeros_like(x) and the like read x's shape, dtype and device, not its values.
+_LIKE_FACTORIES = frozenset({"zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like",
+                             "randint_like"})
 # Calls whose `index` argument (second positional, or `index=`) is an index tensor.
 _INDEXING_CALLS = frozenset(
     {"index_select", "gather", "scatter", "scatter_", "scatter_add", "scatter_add_", "scatter_reduce",
@@ -351,9 +358,10 @@ class ProvenanceModel:
         return False
 
     # ---- inputs ---------------------------------------------------------------------------
-    def input_gets_gradient(self, position: int) -> bool:
+    def input_gets_gradient(self, position: int, zeros_are_none: bool = False) -> bool:
         """backward may return a gradient for input ``position``: it is not ``None`` there on
-        every return (a return we cannot read counts as a gradient)."""
+        every return (a return we cannot read counts as a gradient). With ``zeros_are_none``, a
+        zero gradient (``torch.zeros_like(x)``: an empty input's) counts as none too."""
         backward = self.model.backward
         if backward is None or not backward.returns:
             return True
@@ -366,7 +374,10 @@ class ProvenanceModel:
                 return True
             if position >= len(value.elements):
                 continue  # a shorter return: the call that reaches it passed fewer inputs
-            if not _certainly_none(value.elements[position].value, judge.assignments):
+            element = value.elements[position].value
+            if _certainly_none(element, judge.assignments):
+                continue
+            if not (zeros_are_none and is_zero_gradient(element, judge)):
                 return True
         return False
 
@@ -448,9 +459,12 @@ class ProvenanceModel:
         return False
 
     # ---- backward's reads -----------------------------------------------------------------
-    def backward_reads(self, attr: str) -> Reads:
+    def backward_reads(self, attr: str, index: Union[int, str, None] = None) -> Reads:
         """How backward (and jvp/vjp) read ``ctx.<attr>``: not at all, only its metadata, or its
-        values. ctx handed to other code counts as reading values."""
+        values. ctx handed to other code counts as reading values. With ``index`` (one element of
+        a container on ctx, as CtxAttributeSet.index), how that element is read: through
+        ``ctx.<attr>[index]`` or its target in ``a, b, c = ctx.<attr>``; any other read of the
+        container counts as reading it."""
         result = Reads.NONE
         for name in ("backward", "jvp", "vjp"):
             method = self.model.method(name)
@@ -465,6 +479,10 @@ class ProvenanceModel:
                 if not is_ctx_attr(node, ctx_names, attr):
                     continue
                 parent = parents.get(id(node))
+                if index is not None:
+                    node, parent = _element_read(node, parent, index, parents)
+                    if node is None:
+                        continue  # another element
                 result = max(result, self._read_kind(method, node, parent, parents))
                 if result is Reads.VALUES:
                     return result
@@ -472,19 +490,48 @@ class ProvenanceModel:
 
     def _read_kind(self, method: "Method", node: cst.CSTNode, parent: Optional[cst.CSTNode],
                    parents: dict[int, cst.CSTNode]) -> Reads:
+        if isinstance(node, cst.Name):
+            return self._local_reads(method, node.value, parents)  # an unpacked element
         kind = _use_kind(node, parent, method, parents)
         if kind is _UseKind.METADATA:
             return Reads.METADATA
         if (isinstance(parent, cst.Assign) and len(parent.targets) == 1
                 and isinstance(parent.targets[0].target, cst.Name)):
             # `x = ctx.x`: how backward uses x
-            local = parent.targets[0].target.value
-            result = Reads.NONE
-            for use, use_parent in _name_uses(method, local, parents):
-                result = max(result, Reads.METADATA if _use_kind(use, use_parent, method, parents)
-                             is _UseKind.METADATA else Reads.VALUES)
-            return result
+            return self._local_reads(method, parent.targets[0].target.value, parents)
         return Reads.VALUES
+
+    @staticmethod
+    def _local_reads(method: "Method", local: str, parents: dict[int, cst.CSTNode]) -> Reads:
+        result = Reads.NONE
+        for use, use_parent in _name_uses(method, local, parents):
+            result = max(result, Reads.METADATA if _use_kind(use, use_parent, method, parents)
+                         is _UseKind.METADATA else Reads.VALUES)
+        return result
+
+
+def _element_read(node: cst.CSTNode, parent: Optional[cst.CSTNode], index: Union[int, str],
+                  parents: dict[int, cst.CSTNode]) -> tuple[Optional[cst.CSTNode], Optional[cst.CSTNode]]:
+    """Where element ``index`` of the container ``node`` (a read of ``ctx.<attr>``) is read:
+    ``(the element read, its parent)``; ``(None, None)`` when this read takes another element;
+    ``(node, parent)`` (the whole container) when it cannot tell."""
+    if isinstance(parent, cst.Subscript) and parent.value is node and len(parent.slice) == 1:
+        element = parent.slice[0].slice
+        if isinstance(element, cst.Index):
+            key = literal_key(element.value)
+            if key is None or (isinstance(key, int) and isinstance(index, int) and (key < 0) != (index < 0)):
+                return node, parent  # not a literal, or counted from the other end
+            if key != index:
+                return None, None
+            return parent, parents.get(id(parent))
+    if (isinstance(index, int) and index >= 0 and isinstance(parent, cst.Assign)
+            and len(parent.targets) == 1 and isinstance(parent.targets[0].target, (cst.Tuple, cst.List))):
+        elements = parent.targets[0].target.elements
+        if all(isinstance(e, cst.Element) for e in elements) and index < len(elements):
+            target = elements[index].value
+            if isinstance(target, cst.Name):
+                return target, parent  # read through the local it is unpacked to
+    return node, parent
 
 
 class _UseKind(enum.Enum):
@@ -502,13 +549,28 @@ def _use_kind(node: cst.CSTNode, parent: Optional[cst.CSTNode], method: "Method"
             return _UseKind.METADATA
     if isinstance(parent, cst.Call) and dotted(parent.func) == "len":
         return _UseKind.METADATA
+    if (isinstance(parent, cst.Comparison) and parent.left is node and all(
+            isinstance(c.operator, (cst.Is, cst.IsNot)) and is_none(c.comparator) for c in parent.comparisons)):
+        return _UseKind.METADATA  # `x is None`: whether it is there, not what it holds
     if isinstance(parent, cst.Index):
         return _UseKind.INDEX  # x[idx]
     if isinstance(parent, cst.Arg):
         call = (parents or _parents(method)).get(id(parent))
         if isinstance(call, cst.Call) and _is_index_argument(call, parent):
             return _UseKind.INDEX
+        if isinstance(call, cst.Call) and _is_like_source(call, parent):
+            return _UseKind.METADATA
     return _UseKind.OTHER
+
+
+def _is_like_source(call: cst.Call, arg: cst.Arg) -> bool:
+    """``arg`` is the tensor that ``torch.zeros_like(arg)`` (or another ``*_like`` factory) copies
+    the shape, dtype and device of."""
+    name = dotted(call.func) or ""
+    if not name.startswith("torch.") or name.rsplit(".", 1)[-1] not in _LIKE_FACTORIES:
+        return False
+    positional = positional_args(call)
+    return (bool(positional) and positional[0] is arg) or (arg.keyword is not None and arg.keyword.value == "input")
 
 
 def _is_index_argument(call: cst.Call, arg: cst.Arg) -> bool:

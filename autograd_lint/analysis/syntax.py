@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from typing import Iterator, Optional, Sequence
+from typing import Iterator, Optional, Sequence, Union
 
 import libcst as cst
 
@@ -38,6 +38,18 @@ def constant_index(node: cst.CSTNode) -> Optional[int]:
         index = node.slice[0].slice
         if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
             return int(index.value.value)
+    return None
+
+
+def literal_key(node: cst.CSTNode) -> Union[int, str, None]:
+    """The subscript key written as a literal: ``1`` -> 1, ``-1`` -> -1, ``"a"`` -> "a"; else None."""
+    if isinstance(node, cst.Integer):
+        return int(node.value)
+    if (isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus)
+            and isinstance(node.expression, cst.Integer)):
+        return -int(node.expression.value)
+    if isinstance(node, cst.SimpleString) and isinstance(node.evaluated_value, str):
+        return node.evaluated_value
     return None
 
 

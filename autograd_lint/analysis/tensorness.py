@@ -12,7 +12,7 @@ from typing import Callable, Iterable, Optional
 
 import libcst as cst
 
-from autograd_lint.analysis.syntax import dotted, positional_args
+from autograd_lint.analysis.syntax import dotted, is_none, last_name, positional_args
 
 
 class Tensorness(enum.Enum):
@@ -271,3 +271,30 @@ def _single_result(name: str, call: cst.Call, tensor_args: int) -> bool:
 def _combine_optional(judgements: list[Optional[Tensorness]]) -> Optional[Tensorness]:
     known = [j for j in judgements if j is not None]
     return combine(known) if known else None
+
+
+_ZERO_FACTORIES = frozenset({"zeros", "zeros_like", "new_zeros"})
+
+
+def is_zero_gradient(value: Optional[cst.BaseExpression], judge: Optional["TensorJudge"] = None) -> bool:
+    """``None``, ``torch.zeros_like(x)``, ``x.new_zeros(...)``, ``0``, ``(None,) * n``, or a name
+    only ever bound to those: a deliberate absent or zero gradient, not one that ignores
+    grad_output."""
+    if value is None or is_none(value):
+        return True
+    if isinstance(value, (cst.Integer, cst.Float)):
+        return float(value.evaluated_value) == 0.0
+    if isinstance(value, cst.Call):
+        return last_name(value.func) in _ZERO_FACTORIES
+    if isinstance(value, cst.IfExp):
+        return is_zero_gradient(value.body, judge) and is_zero_gradient(value.orelse, judge)
+    if isinstance(value, (cst.Tuple, cst.List)):
+        return all(is_zero_gradient(e.value, judge) for e in value.elements if not isinstance(e, cst.StarredElement))
+    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Multiply):
+        return is_zero_gradient(value.left, judge) and isinstance(value.left, (cst.Tuple, cst.List))
+    if isinstance(value, cst.Name) and judge is not None:
+        bound = judge.assignments.get(value.value)
+        return bool(bound) and value.value not in judge.known and all(
+            isinstance(b, cst.BaseExpression) and is_zero_gradient(b, judge) for b in bound
+        )
+    return False

@@ -10,10 +10,10 @@ from autograd_lint.analysis.class_model import Method
 from autograd_lint.analysis.flow import enumerate_paths
 # Re-exported: the rules import it from here.
 from autograd_lint.analysis.non_differentiable import all_outputs_non_differentiable  # noqa: F401
-from autograd_lint.analysis.syntax import is_none, last_name
+from autograd_lint.analysis.tensorness import is_zero_gradient  # noqa: F401
+from autograd_lint.analysis.syntax import is_none
 from autograd_lint.analysis.tensorness import Tensorness, TensorJudge
 
-_ZERO_FACTORIES = frozenset({"zeros", "zeros_like", "new_zeros"})
 
 
 def returned_values(value: Optional[cst.BaseExpression], judge: TensorJudge) -> Optional[list[Optional[cst.BaseExpression]]]:
@@ -74,28 +74,6 @@ def _tuple_part(value: cst.BaseExpression) -> Optional[list[Optional[cst.BaseExp
     return tuple_concatenation(value)
 
 
-def is_zero_gradient(value: Optional[cst.BaseExpression], judge: Optional[TensorJudge] = None) -> bool:
-    """``None``, ``torch.zeros_like(x)``, ``x.new_zeros(...)``, ``0``, ``(None,) * n``, or a name
-    only ever bound to those: a deliberate absent or zero gradient, not one that ignores
-    grad_output."""
-    if value is None or is_none(value):
-        return True
-    if isinstance(value, (cst.Integer, cst.Float)):
-        return float(value.evaluated_value) == 0.0
-    if isinstance(value, cst.Call):
-        return last_name(value.func) in _ZERO_FACTORIES
-    if isinstance(value, cst.IfExp):
-        return is_zero_gradient(value.body, judge) and is_zero_gradient(value.orelse, judge)
-    if isinstance(value, (cst.Tuple, cst.List)):
-        return all(is_zero_gradient(e.value, judge) for e in value.elements if not isinstance(e, cst.StarredElement))
-    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Multiply):
-        return is_zero_gradient(value.left, judge) and isinstance(value.left, (cst.Tuple, cst.List))
-    if isinstance(value, cst.Name) and judge is not None:
-        bound = judge.assignments.get(value.value)
-        return bool(bound) and value.value not in judge.known and all(
-            isinstance(b, cst.BaseExpression) and is_zero_gradient(b, judge) for b in bound
-        )
-    return False
 
 
 def is_stub(method: Method) -> bool:

@@ -48,24 +48,29 @@ def _harm(model: FunctionModel, attr_set: CtxAttributeSet) -> Optional[str]:
         return (f"it is {what}: ctx -> output -> output.grad_fn (this ctx) is a reference cycle, so "
                 f"the graph and its tensors stay alive until the cyclic garbage collector runs")
     if origin.origin is Origin.OUTPUT:
-        if provenance.backward_reads(attr_set.attr) is not Reads.VALUES:
+        if provenance.backward_reads(attr_set.attr, attr_set.index) is not Reads.VALUES:
             return None
         return ("it shares the storage of forward's output, and backward reads its values: an in-place "
                 "change to the output after forward silently corrupts the gradient, where "
                 "save_for_backward would raise")
     if origin.origin is not Origin.INPUT or origin.position is None:
         return None
+    # An input does harm on ctx when an in-place change to it between forward and backward is
+    # realistic and backward's result depends on its values. Both hold for an input that
+    # receives a gradient: an activation (later in-place ops: `relu_`, `+=`) or a trainable
+    # weight (an optimizer step before this graph's backward, as GAN and actor-critic loops do).
+    # An input whose gradient is None on every return is a constant of the op (a frozen or
+    # quantized weight, a scale, a mask, a cache, data): nothing realistic writes it in place,
+    # so it is AGL207's (a zero gradient, an empty input's, is none either). A read of
+    # shape/dtype/device alone is not changed by an in-place write.
+    if not provenance.input_gets_gradient(origin.position, zeros_are_none=True):
+        return None
+    if (provenance.backward_reads(attr_set.attr, attr_set.index) is not Reads.VALUES
+            or provenance.is_index_tensor(origin.position)):
+        return None
     inputs = model.known_inputs
     name = inputs[origin.position].name if origin.position < len(inputs) else f"#{origin.position}"
     what = f"forward input `{name}`" + (" (or a view of it)" if origin.view else "")
-    if provenance.input_gets_gradient(origin.position):
-        why = "which receives a gradient"
-    elif (provenance.backward_reads(attr_set.attr) is Reads.VALUES and not provenance.is_index_tensor(origin.position)
-          and model.certain_input_tensorness.get(name) is Tensorness.TENSOR):
-        # No gradient proves it a tensor here, so a guess (forward's first input, a name) is not
-        # enough for an error: dgl's `gidx` graph objects are first inputs handed to kernels.
-        why = "whose values backward reads"
-    else:
-        return None
-    return (f"it is {what}, {why}: an in-place change to it after forward silently corrupts the "
-            f"gradient, where save_for_backward would raise")
+    return (f"it is {what}, which receives a gradient and whose values backward reads: an in-place "
+            f"change to it between forward and backward (a later in-place op, an optimizer step) "
+            f"silently corrupts the gradient, where save_for_backward would raise")

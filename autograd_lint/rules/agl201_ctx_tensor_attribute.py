@@ -1,5 +1,5 @@
 """AGL201 ctx-tensor-attribute: a tensor kept as a ctx attribute where that does harm: forward's
-output (a reference cycle), or an input that gets a gradient or whose values backward reads (an
+output (a reference cycle), or an input that gets a gradient and whose values backward reads (an
 in-place change after forward goes unnoticed)."""
 
 from __future__ import annotations

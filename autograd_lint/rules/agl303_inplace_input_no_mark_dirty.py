@@ -25,8 +25,15 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
         # An input backward never returns a gradient for is a buffer forward fills (running
         # statistics, an output buffer): autograd differentiates nothing through it here, and any
         # other op that saved it still raises on its version counter, so nothing is silent.
-        positions = {p.name: i for i, p in enumerate(model.known_inputs)}
+        inputs = model.known_inputs
+        positions = {p.name: i for i, p in enumerate(inputs)}
         tensors = {n for n in tensors if model.provenance.input_gets_gradient(positions[n])}
+        # "Write and return" (`x.mul_(c); return x`) where every caller rebinds its name to the
+        # result (`q = Rope.apply(q, cos, sin)`): no caller keeps the tensor whose history is now
+        # stale, and an op that saved it still raises on its version counter, so nothing is silent.
+        # (A write through .data hides from that counter: AGL304 still reports it.)
+        returned = {inputs[r.position].name for r in model.provenance.returned_inputs() if not r.view}
+        tensors = {n for n in tensors if not (n in returned and model.callers_rebind(n))}
         for write in input_writes(model, forward, tensors - dirty):
             yield module.at(
                 CODE, model, forward, write.statement,

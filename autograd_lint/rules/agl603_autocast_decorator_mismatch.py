@@ -26,7 +26,9 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
                 "forward's (a dtype mismatch error, or gradients in another precision); add @custom_bwd",
                 severity="warning",
             )
-        elif backward_cast and not forward_cast and not forward.inherited:
+        elif backward_cast and not forward_cast and not forward.inherited and not model.ctx_escapes:
+            # (ctx handed to other code, as `TiledMLP.forward(ctx, ...)` under its own
+            # @custom_fwd: that code may record the autocast state on this ctx)
             yield module.at(
                 CODE, model, forward, forward.node.name,
                 "backward has @custom_bwd but forward has no @custom_fwd: backward raises AttributeError "
