@@ -224,7 +224,8 @@ def describe_tool(source: Path) -> dict:
     }
 
 
-def run_all(packages: list[Package], cache: Path, source: Path, select: Optional[str]) -> dict:
+def run_all(packages: list[Package], cache: Path, source: Path, select: Optional[str],
+            packages_file: Path = PACKAGES_FILE) -> dict:
     roots = {}
     for package in packages:
         roots[package.name] = unpack(download(package, cache / "downloads"), cache / "unpacked")
@@ -233,7 +234,7 @@ def run_all(packages: list[Package], cache: Path, source: Path, select: Optional
           + (" (uncommitted changes)" if tool["dirty"] else "") + (f", --select {select}" if select else ""), flush=True)
     results = {name: lint(package, roots[name], source, select)
                for name, package in ((p.name, p) for p in packages)}
-    return {"autograd_lint": tool, "options": {"select": select, "packages_file": str(PACKAGES_FILE.name)},
+    return {"autograd_lint": tool, "options": {"select": select, "packages_file": packages_file.name},
             "packages": results}
 
 
@@ -250,13 +251,13 @@ def run_revisions(args, packages: list[Package]) -> int:
     with tempfile.TemporaryDirectory(prefix="ecosystem-") as scratch:
         for label, revision in revisions:
             if revision is None:  # --head left out: this tree, as it is
-                results[label] = run_all(packages, args.cache_dir, REPO, args.select)
+                results[label] = run_all(packages, args.cache_dir, REPO, args.select, args.packages)
                 continue
             worktree = Path(scratch) / label
             subprocess.run(["git", "worktree", "add", "--detach", str(worktree), revision], cwd=REPO, check=True,
                            capture_output=True)
             try:
-                results[label] = run_all(packages, args.cache_dir, worktree, args.select)
+                results[label] = run_all(packages, args.cache_dir, worktree, args.select, args.packages)
             finally:
                 subprocess.run(["git", "worktree", "remove", "--force", str(worktree)], cwd=REPO, capture_output=True)
     suffix = f"-select-{args.select}" if args.select else ""
@@ -321,7 +322,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         parser.error("--head needs --base")
     if args.base:
         return run_revisions(args, packages)
-    result = run_all(packages, args.cache_dir, REPO, args.select)
+    result = run_all(packages, args.cache_dir, REPO, args.select, args.packages)
     suffix = f"-select-{args.select}" if args.select else ""
     write_json(result, args.out or args.cache_dir / "results" / f"{result['autograd_lint']['commit'][:12]}{suffix}.json")
     print()

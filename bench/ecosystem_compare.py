@@ -71,7 +71,10 @@ class Comparison:
 
 
 def load_result(path: Path) -> dict:
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise SystemExit(f"cannot read the result file {path}: {error}") from None
 
 
 def findings_of(result: dict, severity: Optional[str] = None) -> list[Finding]:
@@ -261,12 +264,17 @@ def render_report(result: dict, existing: str = "", command: str = "python bench
     packages = result.get("packages", {})
     tool = result.get("autograd_lint", {})
     select = result.get("options", {}).get("select")
+    packages_file = result.get("options", {}).get("packages_file") or "ecosystem-packages.txt"
+    default_list = packages_file == "ecosystem-packages.txt"
+    packages_option = "" if default_list else f" --packages bench/{packages_file}"
+    report_file = "ecosystem-findings.md" if default_list else Path(packages_file).stem + "-findings.md"
     lines = [
-        "# autograd-lint on published packages: the ecosystem check",
+        "# autograd-lint on published packages: the ecosystem check" if default_list else
+        f"# autograd-lint on published packages: bench/{packages_file}",
         "",
-        f"`{command}` downloads the pinned packages of `bench/ecosystem-packages.txt` (never importing",
+        f"`{command}{packages_option}` downloads the pinned packages of `bench/{packages_file}` (never importing",
         "them), lints each with the CLI and writes the findings as JSON; then",
-        "`python bench/ecosystem.py report RESULT.json --write bench/ecosystem-findings.md` writes this",
+        f"`python bench/ecosystem.py report RESULT.json --write bench/{report_file}` writes this",
         "file again, keeping every verdict whose finding is still reported (at any line, or reworded at",
         "the same line) and the notes.",
         "Each error-severity finding below was read in its code and judged: `real` (a maintainer",
