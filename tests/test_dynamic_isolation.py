@@ -16,6 +16,8 @@ import pytest
 
 from conftest import REPO_ROOT, run_cli, write
 
+from autograd_lint.dynamic.runner import SINGLE_THREADED_BLAS
+
 pytest.importorskip("torch")
 
 SCALE = """\
@@ -140,8 +142,11 @@ print("ok")
 """
     if not sys.platform.startswith("linux"):
         pytest.skip("the fork server is Linux only")
+    # The environment the runner gives the server (runner.SINGLE_THREADED_BLAS): with numpy
+    # installed, importing torch imports it, and OpenBLAS would start its threads.
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO_ROOT,
-                            env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"}, timeout=300)
+                            env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin", **SINGLE_THREADED_BLAS},
+                            timeout=300)
     assert result.stdout.strip() == "ok", result.stderr
 
 

@@ -361,7 +361,8 @@ class ProvenanceModel:
     def input_gets_gradient(self, position: int, zeros_are_none: bool = False) -> bool:
         """backward may return a gradient for input ``position``: it is not ``None`` there on
         every return (a return we cannot read counts as a gradient). With ``zeros_are_none``, a
-        zero gradient (``torch.zeros_like(x)``: an empty input's) counts as none too."""
+        zero tensor made in the return itself (``torch.zeros_like(x)``: an empty input's) counts
+        as none too."""
         backward = self.model.backward
         if backward is None or not backward.returns:
             return True
@@ -377,7 +378,9 @@ class ProvenanceModel:
             element = value.elements[position].value
             if _certainly_none(element, judge.assignments):
                 continue
-            if not (zeros_are_none and is_zero_gradient(element, judge)):
+            # Only a zero tensor made right in the return: a name bound to `zeros_like(...)` is
+            # most often a buffer a kernel then fills (`ext.backward(grad, ..., grad_input)`).
+            if not (zeros_are_none and isinstance(element, cst.Call) and is_zero_gradient(element)):
                 return True
         return False
 

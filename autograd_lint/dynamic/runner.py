@@ -209,6 +209,9 @@ def apply_wrappers(text: str) -> set[str]:
                     for call in ast.walk(node))}
 
 
+SINGLE_THREADED_BLAS = {"OPENBLAS_NUM_THREADS": "1"}
+
+
 def _child_environment(scratch: str) -> dict:
     environment = dict(os.environ)
     caches = {
@@ -222,6 +225,10 @@ def _child_environment(scratch: str) -> dict:
         environment[variable] = directory
     environment["PYTHONDONTWRITEBYTECODE"] = "1"
     environment["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_PARENT, environment.get("PYTHONPATH")]))
+    # torch imports numpy when it is installed, and numpy's OpenBLAS starts a thread pool at
+    # import: the fork server would then fork with threads running. One BLAS thread keeps it
+    # single-threaded (the checks' tensors are small; torch's own ops are not affected).
+    environment.update(SINGLE_THREADED_BLAS)
     return environment
 
 
