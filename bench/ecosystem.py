@@ -5,7 +5,7 @@ ruff's ecosystem check is the model. The packages and their versions are pinned 
 bench/ecosystem-packages.txt (`NAME==VERSION [paths=DIR,DIR]`). `run` fetches each with
 `pip download --no-deps` into a cache directory (wheels preferred; an sdist is unpacked too),
 never installing or importing it: pip only prepares an sdist's metadata, in its own isolated
-build environment. Then it lints each package with the real CLI, as a user would::
+build environment (or in this one, for an sdist whose setup.py needs torch to say it). Then it lints each package with the real CLI, as a user would::
 
     python -m autograd_lint --format json --no-cache [--select CODES] DIR [DIR ...]
 
@@ -131,6 +131,11 @@ def download(package: Package, downloads: Path) -> Path:
             constraint.write_text(BUILD_CONSTRAINT)
             env = dict(os.environ, PIP_CONSTRAINT=" ".join(filter(None, [os.environ.get("PIP_CONSTRAINT"), str(constraint)])))
             result = subprocess.run(command, capture_output=True, text=True, env=env)
+    if result.returncode != 0 and find_archive(downloads, package) is None:
+        # Some sdists import torch in setup.py just to say their metadata (theseus-ai, mamba-ssm):
+        # in pip's isolated build environment there is none. Prepare it in this environment
+        # instead, which has torch when the test dependencies are installed.
+        result = subprocess.run(command[:4] + ["--no-build-isolation"] + command[4:], capture_output=True, text=True)
     archive = find_archive(downloads, package)
     if archive is None:
         sys.exit(f"pip download failed for {package.spec}:\n{result.stdout[-2000:]}{result.stderr[-3000:]}")
