@@ -225,7 +225,7 @@ Target = Callable[[cst.CSTNode], Optional[ParameterUses]]
 
 # The only node classes collect_uses looks at (callers may pass just these).
 USE_NODE_CLASSES = (cst.Attribute, cst.BinaryOperation, cst.If, cst.While, cst.IfExp, cst.UnaryOperation,
-                    cst.BooleanOperation, cst.Slice, cst.Call)
+                    cst.BooleanOperation, cst.Slice, cst.Call, cst.ClassDef)
 
 
 def collect_uses(nodes: Iterable[cst.CSTNode], target: Target, qualify: Callable[[str], str]) -> None:
@@ -252,6 +252,10 @@ def collect_uses(nodes: Iterable[cst.CSTNode], target: Target, qualify: Callable
             _mark(target, [v for v in (node.lower, node.upper, node.step) if v is not None], tensor=False)
         elif isinstance(node, cst.Call):
             _call_uses(node, target, qualify)
+        elif isinstance(node, cst.ClassDef):
+            # `class Checkpointed(cls):` a base class (torch-struct's semiring factories), not a
+            # tensor, whatever methods it shares a name with (`cls.matmul(a, b)`)
+            _mark(target, [base.value for base in node.bases], tensor=False)
 
 
 def _mark(target: Target, nodes: Iterable[cst.CSTNode], tensor: bool) -> None:
