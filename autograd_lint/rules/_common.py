@@ -10,10 +10,9 @@ from autograd_lint.analysis.class_model import Method
 from autograd_lint.analysis.flow import enumerate_paths
 # Re-exported: the rules import it from here.
 from autograd_lint.analysis.non_differentiable import all_outputs_non_differentiable  # noqa: F401
-from autograd_lint.analysis.tensorness import is_zero_gradient  # noqa: F401
 from autograd_lint.analysis.syntax import is_none
 from autograd_lint.analysis.tensorness import Tensorness, TensorJudge
-
+from autograd_lint.analysis.tensorness import is_zero_gradient  # noqa: F401  (re-exported too)
 
 
 def returned_values(value: Optional[cst.BaseExpression], judge: TensorJudge) -> Optional[list[Optional[cst.BaseExpression]]]:
@@ -74,8 +73,6 @@ def _tuple_part(value: cst.BaseExpression) -> Optional[list[Optional[cst.BaseExp
     return tuple_concatenation(value)
 
 
-
-
 def is_stub(method: Method) -> bool:
     """Body is only ``pass``, ``...``, a docstring and/or ``return``/``return None``."""
     for statement in method.node.body.body:
@@ -101,7 +98,6 @@ def raises_only(method: Method) -> bool:
 
 def plural(count: int, word: str) -> str:
     return f"{count} {word}" + ("" if count == 1 else "s")
-
 
 
 def reachable_returns(method: Method) -> list[cst.Return]:

@@ -84,4 +84,3 @@ def _made_up_at_random(model: FunctionModel, backward: Method) -> bool:
         if isinstance(call.func, cst.Attribute) and call.func.attr.value in _RANDOM_FILLS:
             return True
     return False
-

@@ -40,4 +40,3 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
                 f"in-place {write.described} on the input {write.name} without ctx.mark_dirty({write.name}): "
                 f"autograd does not know the input changed and later gradients are silently wrong",
             )
-
