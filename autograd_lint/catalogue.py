@@ -182,7 +182,8 @@ RULES: dict[str, RuleInfo] = {
                  confirmable=True, explains=("AGL901",)),
         RuleInfo("AGL304", "dot-data", "warning",
                  "a write through .data (unseen by the version counter), or a .data read that breaks "
-                 "double backward or detaches what backward reads", graded="error (write) / warning (read)",
+                 "double backward or detaches what backward reads",
+                 graded="error (write) / warning (read, or a rebound scratch write)",
                  confirmable=True, explains=("AGL902",), restated_by=("AGL301", "AGL302", "AGL303"),
                  fix="`.data` read -> `.detach()` (in `backward`: plain `x`, which keeps double backward)",
                  fix_safety="unsafe"),

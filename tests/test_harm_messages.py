@@ -127,3 +127,48 @@ def test_agl303_reads_every_caller_in_the_project_for_write_and_return(tmp_path:
     (tmp_path / "other.py").write_text("from ops import Scale\n\n\ndef g(x):\n    y = Scale.apply(x)\n    return x * y\n")
     found = _findings(".", cwd=tmp_path)
     assert [(f["code"], Path(f["path"]).name, f["line"]) for f in found] == [("AGL303", "ops.py", 7)]
+
+
+UNCHECKED_ASSIGN = (
+    "import torch\n\n\n"
+    "class UncheckedAssign(torch.autograd.Function):\n"
+    "    @staticmethod\n"
+    "    def forward(ctx, scratch, value, index):\n"
+    "        ctx.index = index\n"
+    "        scratch.data[index] = value\n"
+    "        return scratch\n\n"
+    "    @staticmethod\n"
+    "    def backward(ctx, grad):\n"
+    "        return grad, grad[ctx.index], None\n"
+)
+
+
+def test_agl304_grades_a_data_write_into_a_rebound_scratch_by_what_the_callers_do(tmp_path: Path):
+    """torchdiffeq's `_UncheckedAssign`: a warning while every caller rebinds the scratch (only
+    an overlapping view a caller saved earlier is harmed); AGL303's error once one caller keeps
+    using the tensor it passed; an error when forward also keeps the scratch for backward."""
+    (tmp_path / "ops.py").write_text(UNCHECKED_ASSIGN)
+    (tmp_path / "step.py").write_text(
+        "from ops import UncheckedAssign\n\n\n"
+        "def step(k, values):\n"
+        "    for i, v in enumerate(values):\n"
+        "        k = UncheckedAssign.apply(k, v, (..., i))\n"
+        "    return k\n")
+    found = _findings(".", cwd=tmp_path)
+    assert [(f["code"], f["line"], f["severity"]) for f in found] == [("AGL304", 8, "warning")]
+    assert "every caller rebinds" in found[0]["message"]
+    assert "saved scratch or a view of it before the call silently reads the new values" in found[0]["message"]
+
+    (tmp_path / "ops.py").write_text(UNCHECKED_ASSIGN.replace(
+        "        ctx.index = index\n", "        ctx.index = index\n        ctx.save_for_backward(scratch)\n"))
+    found = _findings(".", cwd=tmp_path)
+    assert [(f["code"], f["line"], f["severity"]) for f in found] == [("AGL304", 9, "error")]
+
+    (tmp_path / "ops.py").write_text(UNCHECKED_ASSIGN)
+    (tmp_path / "other.py").write_text(
+        "from ops import UncheckedAssign\n\n\n"
+        "def keep(k, v):\n"
+        "    out = UncheckedAssign.apply(k, v, 0)\n"
+        "    return k * out\n")
+    found = _findings(".", cwd=tmp_path)
+    assert [(f["code"], f["line"], f["severity"]) for f in found] == [("AGL303", 8, "error")]

@@ -322,6 +322,12 @@ class ProvenanceModel:
         alias = self._input_alias(forward, base, visiting)
         return (alias[0], True) if alias is not None else None
 
+    def input_alias(self, node: cst.BaseExpression) -> Optional[tuple[int, bool]]:
+        """(input position, through a view) when ``node``, an expression of forward, is certainly
+        one of forward's inputs as it came in or a view of one; None otherwise."""
+        forward = self.model.forward
+        return None if forward is None else self._input_alias(forward, node, frozenset())
+
     # ---- ctx attributes and saved tensors ----------------------------------------------------
     def ctx_attribute(self, attr: str) -> Provenance:
         """Provenance of ``ctx.<attr>``: the same on every assignment, else unknown."""
@@ -355,6 +361,44 @@ class ProvenanceModel:
                     return True
                 if mine.same_tensor(self.of(call.method, arg)):
                     return True
+        return False
+
+    def keeps_input(self, position: int) -> bool:
+        """forward may keep input ``position`` (or a view of it) for backward: in
+        save_for_backward or on ctx. Whatever cannot be read counts as kept: a starred save, a
+        ctx attribute set where we cannot see its value, ctx handed to other code, a tensor of
+        unknown origin."""
+        model = self.model
+        if model.ctx_escapes:
+            return True
+
+        returned_at = {r.index for r in self.returned_inputs() if r.position == position}
+
+        def may_be_it(method: "Method", value: cst.BaseExpression) -> bool:
+            if method.name == "forward":
+                alias = self._input_alias(method, value, frozenset())
+                if alias is not None:
+                    return alias[0] == position
+            found = self.of(method, value)  # an input forward returns is an output here
+            return (found.origin is Origin.UNKNOWN
+                    or (found.origin is Origin.INPUT and found.position == position)
+                    or (found.origin is Origin.OUTPUT and (found.position is None or found.position in returned_at)))
+
+        for call in model.save_calls:
+            if call.args is None or any(may_be_it(call.method, arg) for arg in call.args):
+                return True
+        for attr_set in model.ctx_attribute_sets:
+            value = attr_set.value
+            if value is None:
+                return True
+            if attr_set.index is None and isinstance(value, (cst.Tuple, cst.List, cst.Dict)):
+                if any(isinstance(e, (cst.StarredElement, cst.StarredDictElement)) for e in value.elements):
+                    return True  # `(*xs, y)`: what the starred part holds is not listed
+                continue  # a container literal: its elements are listed one by one
+            if model.judge(attr_set.method)(value) is Tensorness.NOT_TENSOR:
+                continue
+            if may_be_it(attr_set.method, value):
+                return True
         return False
 
     # ---- inputs ---------------------------------------------------------------------------

@@ -2,6 +2,11 @@
 
 - A write through ``.data`` (``x.data.copy_(y)``, ``x.data[i] = v``, ``x.data = y``), anywhere in
   the class: an error. The version counter never sees it, so no saved-tensor check can catch it.
+  One exception is a warning: a write in forward into an input that forward returns as is, that
+  every caller rebinds to the result and that forward does not keep for backward (a scratch
+  buffer the Function fills in place, torchdiffeq's ``_UncheckedAssign``). The harm then depends
+  only on whether a caller's op saved an overlapping view before the call, which the class
+  cannot show.
 - A read in a backward that is itself differentiable (not ``@once_differentiable``, and the value
   does not go only into a compiled extension's call): a warning, it breaks double backward.
 - A read in forward/setup_context whose tensor is saved for backward (``save_for_backward(x.data)``
@@ -40,12 +45,23 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
             for node, how in _data_writes(method):
                 if judge(node.value) is not Tensorness.TENSOR:
                     continue
-                finding = module.at(
-                    CODE, model, method, node,
-                    f"{how} through .data: {_WRITE_HARM}; write to the tensor itself (under "
-                    f"torch.no_grad() if it must stay out of the graph)",
-                    severity="error",
-                )
+                rebound = _rebound_scratch(model, method, node)
+                if rebound is not None:
+                    finding = module.at(
+                        CODE, model, method, node,
+                        f"{how} through .data into the input {rebound}, which forward returns and every "
+                        f"caller rebinds to the result: an op that saved {rebound} or a view of it before "
+                        f"the call silently reads the new values (the version counter cannot warn); "
+                        f"harmless only if no saved view covers the elements written",
+                        severity="warning",
+                    )
+                else:
+                    finding = module.at(
+                        CODE, model, method, node,
+                        f"{how} through .data: {_WRITE_HARM}; write to the tensor itself (under "
+                        f"torch.no_grad() if it must stay out of the graph)",
+                        severity="error",
+                    )
                 if finding.line not in lines:
                     lines.add(finding.line)
                     yield finding
@@ -97,6 +113,28 @@ def flagged_reads(model: FunctionModel, method: Method) -> list[cst.Attribute]:
             continue
         result.append(node)
     return result
+
+
+def _rebound_scratch(model: FunctionModel, method: Method, data: cst.Attribute) -> Optional[str]:
+    """The input's name when the write through ``data`` (``x.data``) goes into a forward input
+    (or a view of it) that forward returns as is, that every caller rebinds to the result
+    (``k = F.apply(k, v, i)``) and that forward does not keep for backward: the Function is an
+    in-place op by contract, with its own gradient right, so whether the write does harm depends
+    only on what the callers saved before the call (torchdiffeq's ``_UncheckedAssign``). None
+    otherwise: the write is an error."""
+    if method.name != "forward":
+        return None
+    provenance = model.provenance
+    alias = provenance.input_alias(data.value)
+    inputs = model.known_inputs
+    if alias is None or alias[0] >= len(inputs):
+        return None
+    position = alias[0]
+    name = inputs[position].name
+    returned_as_is = any(r.position == position and not r.view for r in provenance.returned_inputs())
+    if not returned_as_is or not model.callers_rebind(name) or provenance.keeps_input(position):
+        return None
+    return name
 
 
 def _helper_data_writes(model: FunctionModel, method: Method) -> Iterator[tuple[cst.Call, str, str, int]]:
