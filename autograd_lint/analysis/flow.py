@@ -131,6 +131,12 @@ VIEW_METHODS = frozenset(
 # Trailing-underscore methods that do not write the tensor's values.
 NOT_VALUE_WRITES = frozenset({"requires_grad_", "retain_grad_", "share_memory_", "record_stream_",
                               "set_", "resize_", "resize_as_", "_"})
+# In-place methods that change only the receiver's own shape and strides, not the memory it
+# shares: on the tracked tensor object itself they change what every holder of it sees (a
+# gradient shared with another branch, the caller's input); on a view (another object over the
+# same memory) they change nothing anyone else holds.
+METADATA_ONLY_INPLACE = frozenset({"unsqueeze_", "squeeze_", "t_", "transpose_", "swapdims_",
+                                   "swapaxes_", "as_strided_"})
 
 
 @dataclass
@@ -191,7 +197,7 @@ class AliasTracker:
         self.writes: list[InplaceWrite] = []
 
     def run(self, function: cst.FunctionDef) -> list[InplaceWrite]:
-        self._block(_body(function), self.initial)
+        self._block(_body(function), _track(frozenset(), self.initial, itself=True))
         return self.writes
 
     # alias expressions
@@ -278,10 +284,16 @@ class AliasTracker:
             aliases = self._bind(small.target, small.value, aliases)
         return aliases
 
+    def is_itself(self, node: cst.BaseExpression, aliases: frozenset[str]) -> bool:
+        """``node`` is certainly the tracked tensor object itself, not a view of it."""
+        if isinstance(node, cst.Name):
+            return _itself(node.value) in aliases
+        return self.is_source(node)
+
     def _bind(self, target, value, aliases: frozenset[str]) -> frozenset[str]:
         if isinstance(target, cst.Name):
             if value is not None and self.tracked(value, aliases) is not None:
-                return aliases | {target.value}
+                return _track(aliases, {target.value}, itself=self.is_itself(value, aliases))
             return aliases - {target.value}
         if isinstance(target, (cst.Tuple, cst.List)):
             names = [e.value for e in target.elements]
@@ -295,17 +307,18 @@ class AliasTracker:
                 for i, element in enumerate(target.elements):
                     starred = starred or isinstance(element, cst.StarredElement)
                     if not starred and self.unpacks_element(value, i):
-                        aliases = aliases | _bound_names(element.value)
+                        aliases = _track(aliases, _bound_names(element.value), itself=True)
                     else:
                         aliases = aliases - _bound_names(element.value)
                 return aliases
             unpacked = self.unpacks_sources(value) if value is not None else False
             if isinstance(unpacked, list) and len(unpacked) == len(names):
                 for name, is_tracked in zip(names, unpacked):
-                    aliases = (aliases | _bound_names(name)) if is_tracked else (aliases - _bound_names(name))
+                    aliases = (_track(aliases, _bound_names(name), itself=True) if is_tracked
+                               else aliases - _bound_names(name))
                 return aliases
             if unpacked is True:
-                return aliases | bound
+                return _track(aliases, bound, itself=True)
             return aliases - bound
         return aliases
 
@@ -368,6 +381,8 @@ class AliasTracker:
             if method.endswith("_") and not method.startswith("_") and method not in NOT_VALUE_WRITES:
                 if method == "copy_" and _same_expression(call.args[0].value if call.args else None, func.value):
                     return None  # `t.copy_(t)` writes nothing new
+                if method in METADATA_ONLY_INPLACE and not self.is_itself(func.value, aliases):
+                    return None  # `g = g.unsqueeze(-1); g.unsqueeze_(-1)` reshapes a view of its own
                 name = self.tracked(func.value, aliases)
                 if name and not _is_module_path(func.value, self.qualify):
                     return name, f"{method}()", func.value
@@ -386,6 +401,18 @@ class AliasTracker:
                 if name:
                     return name, "inplace=True", args[0].value
         return None
+
+
+def _itself(name: str) -> str:
+    """The marker, kept among the tracked names, that ``name`` is bound to the tracked tensor
+    object itself (not to a view of it). Branches meet by intersection, so the marker survives
+    only where every path bound the object itself."""
+    return f"{name}:itself"
+
+
+def _track(aliases: frozenset[str], names: set[str], itself: bool) -> frozenset[str]:
+    markers = {_itself(name) for name in names}
+    return (aliases | names | markers) if itself else (aliases | names) - markers
 
 
 def _is_module_path(node, qualify) -> bool:
