@@ -117,6 +117,7 @@ RULES: dict[str, RuleInfo] = {
                  confirmable=True, explains=("AGL901",)),
         RuleInfo("AGL103", "missing-staticmethod", "warning",
                  "forward/backward/setup_context/jvp/vjp defined without @staticmethod",
+                 graded="warning / error (state set in __init__)",
                  fix="add `@staticmethod`",
                  fix_safety="safe"),
         RuleInfo("AGL104", "function-instantiated", "error",

@@ -172,3 +172,34 @@ def test_agl304_grades_a_data_write_into_a_rebound_scratch_by_what_the_callers_d
         "    return k * out\n")
     found = _findings(".", cwd=tmp_path)
     assert [(f["code"], f["line"], f["severity"]) for f in found] == [("AGL303", 8, "error")]
+
+
+INSTANCE_STYLE = (
+    "import torch\n\n\n"
+    "class Scale(torch.autograd.Function):\n"
+    "    def __init__(self, factor):\n"
+    "        self.factor = factor\n\n"
+    "    def forward(self, x):\n"
+    "        return x * self.factor\n\n"
+    "    def backward(self, grad):\n"
+    "        return grad * self.factor\n"
+)
+
+
+def test_agl103_is_an_error_for_a_function_written_to_be_instantiated(tmp_path: Path):
+    """State set in __init__ and read by forward/backward: the class cannot run on PyTorch
+    >= 0.4, one error on forward; AGL206 does not call `self.factor` unset; --fix does not add
+    @staticmethod, which would not make it run. Without __init__ state, the usual warnings."""
+    source = tmp_path / "scale.py"
+    source.write_text(INSTANCE_STYLE)
+    found = _findings("--extend-select", "AGL206", "scale.py", cwd=tmp_path)
+    assert [(f["code"], f["line"], f["severity"]) for f in found] == [("AGL103", 8, "error")]
+    assert "reads self.factor, which __init__ sets" in found[0]["message"]
+    assert "AttributeError" in found[0]["message"]
+    run_cli("--fix", "scale.py", cwd=tmp_path)
+    assert source.read_text() == INSTANCE_STYLE
+
+    source.write_text(INSTANCE_STYLE.replace("    def __init__(self, factor):\n        self.factor = factor\n\n", "")
+                      .replace("self.factor", "2"))
+    found = _findings("scale.py", cwd=tmp_path)
+    assert [(f["code"], f["severity"]) for f in found] == [("AGL103", "warning"), ("AGL103", "warning")]

@@ -618,6 +618,24 @@ class FunctionModel:
         return names
 
     @cached_property
+    def instance_state(self) -> frozenset[str]:
+        """The attributes the class's own ``__init__`` sets on ``self`` when its forward is an
+        instance method (neither static nor class method): a Function written to be instantiated
+        (``MyFn(scale)(x)``, the style of PyTorch < 0.4). PyTorch no longer runs one: calling an
+        instance raises RuntimeError, and ``MyFn.apply`` hands forward a ctx, which has none of
+        these attributes. Empty for every other class."""
+        forward = self.own("forward")
+        if forward is None or forward.is_static or forward.is_classmethod:
+            return frozenset()
+        for statement in self.parsed.node.body.body:
+            if isinstance(statement, cst.FunctionDef) and statement.name.value == "__init__":
+                params = statement.params.params
+                if not params:
+                    return frozenset()
+                return frozenset(_attributes_set_on(statement, params[0].name.value))
+        return frozenset()
+
+    @cached_property
     def ctx_escapes(self) -> bool:
         """ctx handed to other code in forward/setup_context (a helper, setattr with a variable,
         ``ctx.__dict__``): its attributes may be set where we cannot see."""
@@ -1090,3 +1108,23 @@ def subscript_position(node: cst.Subscript, name: str) -> Optional[int]:
 def _constant_index(node: cst.Subscript, setup_context: Method) -> Optional[int]:
     """``inputs[1]`` inside setup_context -> 1 (the name of its second parameter, subscripted)."""
     return constant_index(node) if _is_inputs_param(node.value, setup_context) else None
+
+
+def _attributes_set_on(function: cst.FunctionDef, owner: str) -> set[str]:
+    """Every ``owner.<attr>`` that ``function`` assigns (``self.a = ...``, ``self.a, self.b = ...``)."""
+    found: set[str] = set()
+
+    def collect(target: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == owner:
+            found.add(target.attr.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                collect(element.value)
+
+    for node in own_nodes(function):
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                collect(target.target)
+        elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
+            collect(node.target)
+    return found

@@ -84,11 +84,12 @@ class ModuleAnalysis:
         span = method.span(node) if method is not None else model.parsed.span(node)
         return self.finding(code, span, message, model, method, severity)
 
-    def at_def(self, code: str, model: FunctionModel, method: Method, message: str) -> Finding:
+    def at_def(self, code: str, model: FunctionModel, method: Method, message: str, severity: str = "") -> Finding:
         """A finding on the ``def`` line of a method (not its decorators)."""
         whole = method.span(method.node)  # libcst starts a FunctionDef at `def`, after decorators
         name = method.span(method.node.name)
-        return self.finding(code, Span(whole.line, whole.column, name.end_line, name.end_column), message, model, method)
+        return self.finding(code, Span(whole.line, whole.column, name.end_line, name.end_column), message, model, method,
+                            severity)
 
     def at_class(self, code: str, model: FunctionModel, message: str) -> Finding:
         node = model.info.node

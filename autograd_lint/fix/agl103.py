@@ -24,6 +24,8 @@ def fix(context: FixContext, finding: Finding) -> Optional[Fix]:
     method = model.own(finding.method) if model is not None and finding.method else None
     if method is None or _NOT_FUNCTIONS & set(method.decorators):
         return None
+    if model.instance_state:
+        return None  # a class written for instances needs its state moved into .apply's arguments
     node = context.method_node(method)
     if node is None:
         return None

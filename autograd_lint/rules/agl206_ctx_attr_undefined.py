@@ -33,6 +33,8 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
                 continue
             if attr in module.project.grad_fn_attributes:  # set from outside: `y.grad_fn.attr = ...`
                 continue
+            if attr in model.instance_state:  # set by __init__ on an instance: AGL103's error
+                continue
             finding = module.at(
                 CODE, model, backward, node,
                 f"backward reads ctx.{attr}, which forward/setup_context never set (AttributeError at backward)",
