@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from typing import Iterator
 
+import libcst as cst
+
+from autograd_lint.analysis.class_model import Method
 from autograd_lint.analysis.module import ModuleAnalysis
+from autograd_lint.analysis.syntax import call_keyword, dotted
 from autograd_lint.findings import Finding
 
 CODE = "AGL603"
@@ -18,7 +22,7 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
             continue
         forward_cast = any(name.endswith("custom_fwd") for name in forward.decorators)
         backward_cast = any(name.endswith("custom_bwd") for name in backward.decorators)
-        if forward_cast and not backward_cast and not backward.inherited:
+        if forward_cast and not backward_cast and not backward.inherited and not _disables_autocast(backward):
             yield module.at(
                 CODE, model, backward, backward.node.name,
                 "forward has @custom_fwd but backward has no @custom_bwd: backward runs under the "
@@ -36,3 +40,22 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
                 "only @custom_fwd records; add @custom_fwd to forward",
                 severity="error",
             )
+
+
+def _disables_autocast(backward: Method) -> bool:
+    """backward computes under a ``with`` that turns autocast off itself
+    (``torch.autocast(device, enabled=False)``, ``torch.cuda.amp.autocast(enabled=False)``, or a
+    package's own ``autocast_disabled(...)`` helper, as roma has): its dtypes then do not depend
+    on the caller's autocast state, which is all @custom_bwd would restore."""
+    for node in backward.nodes_of(cst.With):
+        for item in node.items:
+            call = item.item
+            if not isinstance(call, cst.Call):
+                continue
+            name = (dotted(call.func) or "").rsplit(".", 1)[-1].lower()
+            enabled = call_keyword(call, "enabled")
+            if name == "autocast" and isinstance(enabled, cst.Name) and enabled.value == "False":
+                return True
+            if "autocast" in name and ("disable" in name or "no_autocast" in name):
+                return True
+    return False
