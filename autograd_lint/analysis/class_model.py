@@ -619,21 +619,26 @@ class FunctionModel:
 
     @cached_property
     def instance_state(self) -> frozenset[str]:
-        """The attributes the class's own ``__init__`` sets on ``self`` when its forward is an
-        instance method (neither static nor class method): a Function written to be instantiated
-        (``MyFn(scale)(x)``, the style of PyTorch < 0.4). PyTorch no longer runs one: calling an
-        instance raises RuntimeError, and ``MyFn.apply`` hands forward a ctx, which has none of
-        these attributes. Empty for every other class."""
+        """The attributes that the class's own ``__init__`` sets on ``self`` and that its own
+        forward or backward, written as instance methods (neither static nor class methods), read
+        on their first parameter: a Function written to be instantiated (``MyFn(scale)(x)``, the
+        style of PyTorch < 0.4). PyTorch no longer runs one: calling an instance raises
+        RuntimeError, and ``MyFn.apply`` hands forward a ctx, which has none of these attributes.
+        Empty for every other class."""
         forward = self.own("forward")
         if forward is None or forward.is_static or forward.is_classmethod:
             return frozenset()
-        for statement in self.parsed.node.body.body:
-            if isinstance(statement, cst.FunctionDef) and statement.name.value == "__init__":
-                params = statement.params.params
-                if not params:
-                    return frozenset()
-                return frozenset(_attributes_set_on(statement, params[0].name.value))
-        return frozenset()
+        init = next((s for s in self.parsed.node.body.body
+                     if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+        if init is None or not init.params.params:
+            return frozenset()
+        set_by_init = _attributes_set_on(init, init.params.params[0].name.value)
+        read: set[str] = set()
+        for method in (forward, self.own("backward")):
+            if method is not None and not (method.is_static or method.is_classmethod):
+                read |= {node.attr.value for node in method.nodes_of(cst.Attribute)
+                         if is_ctx_attr(node, method.ctx_name_set)}
+        return frozenset(set_by_init & read)
 
     @cached_property
     def ctx_escapes(self) -> bool:
