@@ -63,6 +63,8 @@ def _requires_grad_set(node: ast.AST) -> bool:
 
 
 def _has_double_dtype(call: ast.Call) -> bool:
+    if any(keyword.arg is None for keyword in call.keywords):
+        return True  # `**kwargs` may carry a dtype we cannot read (xitorch's `**dtype_device_kwargs`)
     dtype = keyword_value(call, "dtype")
     if dtype is None:
         return False

@@ -98,6 +98,10 @@ class ClassInfo:
     # Function-class bases defined in another module: local name -> key (``module.Class``)
     base_keys: dict[str, str] = field(default_factory=dict)
     methods: set[str] = field(default_factory=set)
+    # Members of the plain (non-Function) bases listed before the first Function base, which
+    # Python's method order puts first (`class Spike(BackwardMixin, Function)`); None when one
+    # of them is not a class of this file, so it may define anything.
+    mixin_methods: Optional[set[str]] = field(default_factory=set)
 
     @property
     def line(self) -> int:
@@ -439,6 +443,30 @@ def _mark_function_classes(
                 info.function_bases.append(base)
         if info.is_function:
             local_function_names.add(info.name)
+            info.mixin_methods = _mixin_methods(info, classes)
+
+
+# Bases that define no autograd method.
+_PLAIN_BASES = frozenset({"object", "typing.Generic", "typing.Protocol", "abc.ABC"})
+
+
+def _mixin_methods(info: ClassInfo, classes: list[ClassInfo]) -> Optional[set[str]]:
+    """``ClassInfo.mixin_methods`` of the Function class ``info``."""
+    earlier = {c.name: c for c in classes[: classes.index(info)]}
+    methods: set[str] = set()
+    for base, qualified in zip(info.bases, info.qualified_bases):
+        if base in info.function_bases or qualified in FUNCTION_BASES:
+            break  # bases after the first Function base come after it in the method order
+        if qualified in _PLAIN_BASES or qualified.split("[", 1)[0] in _PLAIN_BASES:
+            continue
+        mixin = earlier.get(base)
+        if mixin is None or mixin.is_function:
+            return None
+        inherited = _mixin_methods(mixin, classes) if mixin.bases else set()
+        if inherited is None:
+            return None
+        methods |= mixin.methods | inherited
+    return methods
 
 
 def _collect_aliases(index: ModuleIndex, assigns: list[ast.Assign], function_names: set[str]) -> None:

@@ -21,6 +21,8 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
             continue
         if model.unknown_base and model.inherited_from_project is None:
             continue  # a base in another file that we cannot see fully
+        if model.info.mixin_methods is None:
+            continue  # a plain base we cannot see may define backward
         inherited = model.inherited_from_project[0] if model.inherited_from_project else set()
         members = _members_with_bases(model) | inherited
         if any(model.method(n) or n in members for n in ("backward", "vjp")):
@@ -56,9 +58,10 @@ def _is_namespace(model: FunctionModel, module: ModuleAnalysis) -> bool:
 
 
 def _members_with_bases(model: FunctionModel) -> set[str]:
-    """Members of the class and its Function bases in this file, including those bound in the
-    class body by assignment or after it (``MyFn.backward = staticmethod(_backward)``)."""
-    members = set(model.info.methods)
+    """Members of the class, its Function bases in this file and the plain bases that come
+    before them (``class Spike(BackwardMixin, Function)``), including those bound in the class
+    body by assignment or after it (``MyFn.backward = staticmethod(_backward)``)."""
+    members = set(model.info.methods) | (model.info.mixin_methods or set())
     for base in model.bases:
         members |= _members_with_bases(base)
     return members
