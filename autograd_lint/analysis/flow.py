@@ -209,7 +209,8 @@ class AliasTracker:
             return (dotted(node) or cst.Module([]).code_for_node(node))
         if isinstance(node, cst.Attribute) and node.attr.value in VIEW_METHODS:
             return self.tracked(node.value, aliases)
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in VIEW_METHODS:
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and (
+                node.func.attr.value in VIEW_METHODS or _returns_receiver(node.func.attr.value)):
             return self.tracked(node.func.value, aliases)
         if isinstance(node, cst.Subscript) and is_basic_index(node):
             return self.tracked(node.value, aliases)
@@ -401,6 +402,12 @@ class AliasTracker:
                 if name:
                     return name, "inplace=True", args[0].value
         return None
+
+
+def _returns_receiver(method: str) -> bool:
+    """A tensor's in-place methods return the tensor itself, so a chain keeps writing into it:
+    ``grad.resize_as_(x).copy_(y)`` overwrites ``grad`` (brevitas' example loss)."""
+    return method.endswith("_") and not method.startswith("_")
 
 
 def _itself(name: str) -> str:
