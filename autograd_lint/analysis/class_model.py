@@ -266,6 +266,17 @@ class FunctionModel:
             return False
         return self.project.rebound_at_every_call(self.key, names.index(input_name))
 
+    def rebound_in_place(self, input_name: str) -> bool:
+        """forward returns this input as it came (not a view of it) and every caller rebinds its
+        name to the result: an in-place op by contract, whose callers keep no stale tensor
+        (unsloth's slow RoPE, torchdiffeq's ``_UncheckedAssign``)."""
+        names = [p.name for p in self.known_inputs]
+        if input_name not in names:
+            return False
+        position = names.index(input_name)
+        return (any(r.position == position and not r.view for r in self.provenance.returned_inputs())
+                and self.callers_rebind(input_name))
+
     # ---- methods ---------------------------------------------------------------------------
     def method(self, name: str) -> Optional[Method]:
         return self.methods.get(name)

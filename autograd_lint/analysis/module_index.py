@@ -459,8 +459,8 @@ def _mixin_methods(info: ClassInfo, classes: list[ClassInfo]) -> Optional[set[st
             break  # bases after the first Function base come after it in the method order
         if qualified in _PLAIN_BASES or qualified.split("[", 1)[0] in _PLAIN_BASES:
             continue
-        mixin = earlier.get(base)
-        if mixin is None or mixin.is_function:
+        mixin = earlier.get(base)  # (a Function class defined earlier is a Function base: the break above)
+        if mixin is None:
             return None
         inherited = _mixin_methods(mixin, classes) if mixin.bases else set()
         if inherited is None:

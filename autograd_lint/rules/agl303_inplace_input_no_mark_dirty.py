@@ -32,8 +32,7 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
         # result (`q = Rope.apply(q, cos, sin)`): no caller keeps the tensor whose history is now
         # stale, and an op that saved it still raises on its version counter, so nothing is silent.
         # (A write through .data hides from that counter: AGL304 still reports it.)
-        returned = {inputs[r.position].name for r in model.provenance.returned_inputs() if not r.view}
-        tensors = {n for n in tensors if not (n in returned and model.callers_rebind(n))}
+        tensors = {n for n in tensors if not model.rebound_in_place(n)}
         for write in input_writes(model, forward, tensors - dirty):
             yield module.at(
                 CODE, model, forward, write.statement,

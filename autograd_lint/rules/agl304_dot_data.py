@@ -131,8 +131,7 @@ def _rebound_scratch(model: FunctionModel, method: Method, data: cst.Attribute) 
         return None
     position = alias[0]
     name = inputs[position].name
-    returned_as_is = any(r.position == position and not r.view for r in provenance.returned_inputs())
-    if not returned_as_is or not model.callers_rebind(name) or provenance.keeps_input(position):
+    if not model.rebound_in_place(name) or provenance.keeps_input(position):
         return None
     return name
 
