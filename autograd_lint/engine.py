@@ -430,7 +430,20 @@ def _gather_project_facts(states: list[_State], pool: WorkerPool, cache: Optiona
         facts = _merge([states[i] for i in indexes])
     names = facts.function_names
     _collect_facts(states, pending(lambda summary: summary.may_use(names)), pool, cache, final_names=names)
-    return _merge([states[i] for i in indexes])
+    facts = _merge([states[i] for i in indexes])
+    modules: dict[int, str] = {}
+    for _ in range(4):  # decorators defined in modules nothing else made us read (through re-exports)
+        if not facts.unread_modules:
+            break
+        if not modules:
+            modules = {i: module_name_of(states[i].path).name for i in pending(lambda summary: True)}
+        wanted = facts.unread_modules
+        new = [i for i in pending(lambda summary: True) if modules.get(i) in wanted]
+        if not new:
+            break
+        _collect_facts(states, new, pool, cache, final_names=names)
+        facts = _merge([states[i] for i in indexes])
+    return facts
 
 
 def _collect_facts(states: list[_State], indexes: list[int], pool: WorkerPool, cache: Optional[Cache],

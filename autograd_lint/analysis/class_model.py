@@ -40,20 +40,12 @@ from autograd_lint.analysis.input_evidence import (
 from autograd_lint.analysis.tensorness import Tensorness, TensorJudge
 
 if TYPE_CHECKING:
+    from autograd_lint.analysis.certainty import Certainty
     from autograd_lint.analysis.kernels import ModuleKernels
     from autograd_lint.analysis.provenance import ProvenanceModel
 
 METHOD_NAMES = ("forward", "backward", "setup_context", "jvp", "vjp")
 SAVED_TENSORS = ("saved_tensors", "saved_variables")
-# ctx members PyTorch itself provides: reading them in backward needs no forward assignment.
-CTX_BUILTINS = frozenset(
-    {"saved_tensors", "saved_variables", "needs_input_grad", "materialize_grads", "set_materialize_grads",
-     "mark_dirty", "mark_non_differentiable", "save_for_backward", "save_for_forward", "to_save",
-     "non_differentiable", "dirty_tensors", "_forward_cls", "_raw_saved_tensors", "next_functions",
-     "metadata", "name", "register_hook", "register_prehook", "apply", "_is_compiled_autograd_tracing",
-     "_materialize_non_diff_grads", "requires_grad", "_compiled_autograd_key", "_input_metadata",
-     "_get_compiled_autograd_symints", "__class__", "__dict__"}
-)
 
 
 @dataclass
@@ -78,6 +70,9 @@ class Method:
     owner: str  # the class that defines it
     parsed: ParsedClass  # where its positions come from
     inherited: bool = False
+    # each decorator as written, outermost first (``torch.amp.custom_fwd``, ``input_guard``);
+    # what they do is ``certainty``'s question
+    decorator_names: tuple[str, ...] = ()
 
     @property
     def is_static(self) -> bool:
@@ -706,6 +701,14 @@ class FunctionModel:
         return result
 
     @cached_property
+    def certainty(self) -> "Certainty":
+        """What the model could not read (decorators it does not understand), and whether a
+        conclusion about a method's interface is certain (``analysis.certainty``)."""
+        from autograd_lint.analysis.certainty import Certainty
+
+        return Certainty(self)
+
+    @cached_property
     def provenance(self) -> "ProvenanceModel":
         """Where ctx and saved tensors came from (input, output, private) and how backward uses
         them: what tells a harmful instance of AGL201/AGL302 from a harmless one."""
@@ -935,12 +938,13 @@ def method_of(node: cst.FunctionDef, owner: str, parsed: ParsedClass) -> Method:
 
 
 def _method(node: cst.FunctionDef, owner: str, parsed: ParsedClass) -> Method:
-    decorators = []
+    decorators, written = [], []
     for decorator in node.decorators:
         expression = decorator.decorator
         if isinstance(expression, cst.Call):
             expression = expression.func
         name = dotted(expression)
+        written.append(name or "")  # "": an expression we cannot name (`@deco[0]`), never readable
         if name:
             decorators.append(name.rsplit(".", 1)[-1])
     params = [
@@ -951,7 +955,8 @@ def _method(node: cst.FunctionDef, owner: str, parsed: ParsedClass) -> Method:
         params = params[1:]
     star = node.params.star_arg
     star_args = star.name.value if isinstance(star, cst.Param) else None
-    return Method(node.name.value, node, decorators, params, star_args, owner, parsed)
+    return Method(node.name.value, node, decorators, params, star_args, owner, parsed,
+                  decorator_names=tuple(written))
 
 
 def _ctx_sets(method: Method, ctx_names: frozenset[str]) -> list[CtxAttributeSet]:

@@ -12,6 +12,7 @@ from autograd_lint.analysis.module_index import CallSite, ModuleIndex
 from autograd_lint.analysis.names import Scope
 from autograd_lint.analysis.project import ProjectFacts
 from autograd_lint.analysis.snippet import Span
+from autograd_lint.catalogue import RULES
 from autograd_lint.findings import Finding
 
 if TYPE_CHECKING:
@@ -64,6 +65,10 @@ class ModuleAnalysis:
         method: Optional[Method] = None,
         severity: str = "",
     ) -> Finding:
+        if model is not None and (severity or RULES[code].severity) == "error":
+            doubt = model.certainty.doubt(RULES[code].rests_on)
+            if doubt is not None:  # an unknown never makes an error (analysis.certainty)
+                severity, message = "warning", f"{message} (not certain: {doubt})"
         return Finding(
             path=self.path,
             line=span.line,

@@ -15,7 +15,8 @@ import re
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Iterable, Optional
 
-from autograd_lint.analysis.ast_walk import walk
+from autograd_lint.analysis.ast_walk import dotted_name, walk
+from autograd_lint.analysis.decorators import DecoratorResolver, definitions
 from autograd_lint.analysis.module_index import FUNCTION_BASES, REBOUND, ModuleIndex
 from autograd_lint.analysis.names import ModuleName, ModuleSymbols, NameTable, Scope, build_name_table
 
@@ -42,6 +43,10 @@ class FileFacts:
     # class name -> its source, for the classes that define autograd methods and have bases:
     # a subclass in another module inherits what they define (``class_model``).
     class_sources: dict[str, "ClassSource"] = field(default_factory=dict)
+    # module-level functions (and aliases) that can be decorators -> what they do
+    # (``decorators.definitions``), and the decorators written on autograd methods here
+    decorator_defs: dict[str, str] = field(default_factory=dict)
+    decorators_used: set[str] = field(default_factory=set)
 
 
 @dataclass(frozen=True)
@@ -78,6 +83,12 @@ class ProjectFacts:
     grad_fn_attributes: frozenset[str] = frozenset()
     # Function classes some Function class derives from -> their source (what subclasses inherit)
     class_sources: dict[str, ClassSource] = field(default_factory=dict)
+    # "module:decorator as written there" -> its effect (``decorators``), for the decorators
+    # written on autograd methods; one missing here is unknown
+    decorator_effects: dict[str, str] = field(default_factory=dict)
+    # modules whose facts a decorator's definition needs and the run has not read: the engine
+    # reads those that are files of the project, and merges again
+    unread_modules: frozenset[str] = frozenset()
 
     @property
     def function_keys(self) -> frozenset[str]:
@@ -224,6 +235,7 @@ class ProjectFacts:
             reached = {k for name in gradchecked_names for k in helpers.get(name, ())}
             gradchecked |= reached
             gradchecked_names |= {k.rpartition(".")[2] for k in reached}
+        decorator_effects, unread = _decorator_effects(located, symbols)
         function_bases = {key: sorted(b for b in found if b in keys) for key, found in base_keys.items() if key in keys}
         subclassed = frozenset(b for found in function_bases.values() for b in found)
         return cls(
@@ -238,7 +250,32 @@ class ProjectFacts:
             apply_arg_counts=apply_counts,
             apply_arg_kinds=apply_kinds,
             gradchecked_keys=frozenset(gradchecked),
+            decorator_effects=decorator_effects,
+            unread_modules=unread,
         )
+
+
+def _decorator_effects(located: list[tuple[ModuleName, FileFacts]], symbols: dict[ModuleName, ModuleSymbols]
+                       ) -> tuple[dict[str, str], frozenset[str]]:
+    """What each decorator written on an autograd method does, followed through the project's
+    imports and re-exports; and the modules of the linted packages still to read for it."""
+    used = [(module, facts.decorators_used) for module, facts in located if facts.decorators_used]
+    if not used:
+        return {}, frozenset()
+    resolver = DecoratorResolver(
+        {module.name: module for module, _ in located},
+        {module.name: bound for module, bound in symbols.items()},
+        {module.name: facts.decorator_defs for module, facts in located if facts.decorator_defs},
+    )
+    effects: dict[str, str] = {}
+    unread: set[str] = set()
+    for module, written_names in used:
+        for written in written_names:
+            effect, missing = resolver.resolve(written, module.name)
+            if missing is not None:  # the engine reads it if it is one of the project's files
+                unread.add(missing)
+            effects[f"{module.name}:{written}"] = effect
+    return effects, frozenset(unread)
 
 
 def facts_from_index(index: ModuleIndex, text: Optional[str] = None) -> FileFacts:
@@ -263,6 +300,14 @@ def facts_from_index(index: ModuleIndex, text: Optional[str] = None) -> FileFact
             if source is not None:
                 facts.class_sources[info.name] = ClassSource(source[0], source[1], imports, star_imports)
     facts.symbols = index.symbols
+    facts.decorator_defs = definitions(index.tree) if index.tree is not None else {}
+    for info in index.classes:
+        for method in info.node.body:
+            if isinstance(method, ast.FunctionDef) and method.name in _AUTOGRAD_METHODS:
+                for decorator in method.decorator_list:
+                    written = dotted_name(decorator.func if isinstance(decorator, ast.Call) else decorator)
+                    if written and written not in ("staticmethod", "classmethod"):
+                        facts.decorators_used.add(written)
     facts.apply_arg_counts = {k: list(v) for k, v in index.apply_arg_counts.items()}
     facts.apply_arg_kinds = {k: list(v) for k, v in index.apply_arg_kinds.items()}
     for call in index.gradcheck_calls:

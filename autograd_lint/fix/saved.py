@@ -15,7 +15,8 @@ from typing import Optional, Union
 
 import libcst as cst
 
-from autograd_lint.analysis.class_model import CTX_BUILTINS, FunctionModel, Method
+from autograd_lint.analysis.class_model import FunctionModel, Method
+from autograd_lint.analysis.ctx_api import CTX_MEMBERS
 from autograd_lint.analysis.syntax import all_nodes, dotted, is_ctx_attr
 from autograd_lint.fix.context import FixContext
 
@@ -32,7 +33,7 @@ def closed_class(context: FixContext, model: FunctionModel) -> bool:
 def usable_attribute_name(name: str) -> bool:
     """A name that can be both a ctx attribute and a local of backward, and is not PyTorch's own."""
     return name.isidentifier() and not keyword.iskeyword(name) and name.strip("_") != "" and (
-        name not in CTX_BUILTINS)
+        name not in CTX_MEMBERS)
 
 
 def ctx_attribute_nodes(model: FunctionModel, method: Method, attr: str) -> list[cst.Attribute]:

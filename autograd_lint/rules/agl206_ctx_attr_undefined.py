@@ -6,7 +6,7 @@ from typing import Iterator
 
 import libcst as cst
 
-from autograd_lint.analysis.class_model import CTX_BUILTINS
+from autograd_lint.analysis.ctx_api import CTX_MEMBERS
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.analysis.syntax import dotted, is_ctx_attr, positional_args
 from autograd_lint.findings import Finding
@@ -29,16 +29,26 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
             if not is_ctx_attr(node, ctx_names):
                 continue
             attr = node.attr.value
-            if attr in defined or attr in CTX_BUILTINS or attr in guarded or attr.startswith("__"):
+            if attr in defined or attr in CTX_MEMBERS or attr in guarded or attr.startswith("__"):
                 continue
             if attr in module.project.grad_fn_attributes:  # set from outside: `y.grad_fn.attr = ...`
                 continue
             if attr in model.instance_state:  # set by __init__ on an instance: AGL103's error
                 continue
-            finding = module.at(
-                CODE, model, backward, node,
-                f"backward reads ctx.{attr}, which forward/setup_context never set (AttributeError at backward)",
-            )
+            if attr.startswith("_"):
+                # A private name torch's ctx classes may have in a version other than the one
+                # ctx_api lists: an unknown, so a warning at most.
+                finding = module.at(
+                    CODE, model, backward, node,
+                    f"backward reads ctx.{attr}, which forward/setup_context never set: AttributeError at "
+                    f"backward, unless the torch it runs on gives its ctx a private member of that name",
+                    severity="warning",
+                )
+            else:
+                finding = module.at(
+                    CODE, model, backward, node,
+                    f"backward reads ctx.{attr}, which forward/setup_context never set (AttributeError at backward)",
+                )
             if (attr, finding.line) not in seen:
                 seen.add((attr, finding.line))
                 yield finding

@@ -24,8 +24,8 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
     for model in module.classes:
         backward = model.own("backward")
         grads = model.grad_params
-        if backward is None or not grads or any("contiguous" in d for d in backward.decorators):
-            continue  # `@ensure_contiguous` (liger's, unsloth's): the wrapper makes every argument contiguous
+        if backward is None or not grads or model.certainty.makes_contiguous(backward):
+            continue  # `@input_guard` (fla's), `@ensure_contiguous` (liger's): the wrapper copies the gradients
         reported: set[int] = set()
         for handoff in handoffs(model, backward, {p.name: p.name for p in grads}):
             kernel = handoff.kernel
