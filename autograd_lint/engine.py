@@ -438,7 +438,9 @@ def _gather_project_facts(states: list[_State], pool: WorkerPool, cache: Optiona
         if not modules:
             modules = {i: module_name_of(states[i].path).name for i in pending(lambda summary: True)}
         wanted = facts.unread_modules
-        new = [i for i in pending(lambda summary: True) if modules.get(i) in wanted]
+        # a module by its name, or a vendored copy of it (`pkg._vendored.fla.utils` for `fla.utils`)
+        new = [i for i in pending(lambda summary: True)
+               if modules.get(i) in wanted or any(modules.get(i, "").endswith("." + w) for w in wanted)]
         if not new:
             break
         _collect_facts(states, new, pool, cache, final_names=names)

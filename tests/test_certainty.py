@@ -128,7 +128,7 @@ def _project(tmp_path: Path, files: dict[str, str]) -> Path:
     return tmp_path
 
 
-KERNEL_FUNCTION = """
+KERNEL_FUNCTION = textwrap.dedent("""
     import torch
     import triton
     from {module} import {decorator}
@@ -150,9 +150,9 @@ KERNEL_FUNCTION = """
             out = torch.empty_like(grad)
             _backward_kernel[(1,)](grad, out, grad.numel())
             return out
-"""
+""")
 
-CONTIGUOUS_GUARD = """
+CONTIGUOUS_GUARD = textwrap.dedent("""
     import functools
 
     import torch
@@ -177,9 +177,9 @@ CONTIGUOUS_GUARD = """
         if fn is not None:
             return decorator(fn)
         return decorator
-"""
+""")
 
-TRANSPARENT_GUARD = """
+TRANSPARENT_GUARD = textwrap.dedent("""
     import functools
 
 
@@ -189,12 +189,14 @@ TRANSPARENT_GUARD = """
             print("calling", fn.__name__)
             return fn(*args, **kwargs)
         return wrapper
-"""
+""")
 
 
 def _agl403(root: Path) -> list[dict]:
-    proc = run_cli("--format", "json", "--no-cache", "--select", "AGL403", ".", cwd=root)
-    return [f for f in json.loads(proc.stdout)["findings"] if f["code"] == "AGL403"]
+    proc = run_cli("--format", "json", "--no-cache", "--select", "AGL000,AGL403", ".", cwd=root)
+    findings = json.loads(proc.stdout)["findings"]
+    assert not [f for f in findings if f["code"] == "AGL000"], findings  # every file was read
+    return [f for f in findings if f["code"] == "AGL403"]
 
 
 def test_a_project_decorator_that_makes_gradients_contiguous_is_read_across_modules(tmp_path):
@@ -247,3 +249,51 @@ def test_a_private_ctx_name_no_method_sets_is_a_warning_and_a_public_one_an_erro
 def test_torchs_ctx_members_are_never_undefined():
     proc = run_cli("--format", "json", "--no-cache", "--select", "AGL206", "fixtures/AGL206/good.py", cwd=REPO_ROOT)
     assert json.loads(proc.stdout)["findings"] == []
+
+
+SHORT_OF_A_GRADIENT = textwrap.dedent("""
+    import torch
+
+
+    class {name}(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, weight):
+            ctx.save_for_backward(x, weight)
+            return x * weight
+
+        @staticmethod
+        def backward(ctx, grad):
+            x, weight = ctx.saved_tensors
+            return grad * weight
+""")
+
+
+def test_a_class_nothing_can_reach_gets_a_warning_that_says_so(tmp_path):
+    root = _project(tmp_path, {
+        "pkg/__init__.py": "from pkg._impl import used\n",
+        "pkg/_experimental.py": SHORT_OF_A_GRADIENT.format(name="Unreached"),
+        "pkg/_impl.py": SHORT_OF_A_GRADIENT.format(name="Applied") + "\n\ndef used(x, w):\n    return Applied.apply(x, w)\n",
+        "pkg/ops.py": SHORT_OF_A_GRADIENT.format(name="PublicApi"),
+        "pkg/_composite.py": SHORT_OF_A_GRADIENT.format(name="RunByAnother")
+        + "\n\ndef run(ctx, x, w):\n    return RunByAnother.forward(ctx, x, w)\n",
+    })
+    proc = run_cli("--format", "json", "--no-cache", "--select", "AGL101", ".", cwd=root)
+    by_class = {f["function_class"]: f for f in json.loads(proc.stdout)["findings"]}
+    assert by_class["Unreached"]["severity"] == "warning"
+    assert "no code of the project applies Unreached, and its module is private" in by_class["Unreached"]["message"]
+    # applied in the project, public (its callers are elsewhere), or run by another Function
+    assert {by_class[name]["severity"] for name in ("Applied", "PublicApi", "RunByAnother")} == {"error"}
+
+
+def test_a_vendored_copy_of_a_package_is_read_under_the_name_it_is_imported_by(tmp_path):
+    """unsloth_zoo vendors fla as `unsloth_zoo/_vendored/fla` and imports `from fla.utils import
+    input_guard`: the decorator is the vendored copy's, found by the end of its module name."""
+    root = _project(tmp_path, {
+        "zoo/__init__.py": "",
+        "zoo/_vendored/__init__.py": "",
+        "zoo/_vendored/fla/__init__.py": "",
+        "zoo/_vendored/fla/utils.py": CONTIGUOUS_GUARD,
+        "zoo/_vendored/fla/ops.py": KERNEL_FUNCTION.format(module="fla.utils", decorator="input_guard")
+        + "\n\ndef scale(x):\n    return Scale.apply(x)\n",
+    })
+    assert _agl403(root) == []

@@ -64,6 +64,16 @@ class Certainty:
         return None
 
     @cached_property
+    def unreached(self) -> bool:
+        """Is the class one that nothing of the project can call: in a private module, applied,
+        subclassed, gradchecked and called by no code (``ProjectFacts.unreached_keys``)? A class
+        written to be instantiated (forward not static) is called as ``MyFn()``, which the
+        facts do not look for: never unreached."""
+        project, forward = self.model.project, self.model.forward
+        return (project is not None and self.model.key in project.unreached_keys
+                and forward is not None and (forward.is_static or forward.is_classmethod))
+
+    @cached_property
     def _module(self) -> str:
         return self.model.key.rpartition(".")[0]
 

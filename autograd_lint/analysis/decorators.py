@@ -313,8 +313,13 @@ class DecoratorResolver:
         if not owner or hops > _MAX_HOPS:
             return UNKNOWN, None
         if owner not in self.modules:
-            # A module the run has not read (yet, when it is the project's), or one outside it.
-            return UNKNOWN, owner
+            # A module of the project under a longer name: a vendored copy imported by the name
+            # it has where it came from (unsloth_zoo/_vendored/fla is imported as `fla`).
+            vendored = [m for m in self.modules if m.endswith("." + owner)]
+            if len(vendored) != 1:
+                # A module the run has not read (yet, when it is the project's), or one outside it.
+                return UNKNOWN, owner
+            owner = vendored[0]
         symbols = self.symbols[owner]
         if name in self.defined.get(owner, {}) or name in symbols.imports:
             return self._in_module(name, owner, hops + 1)

@@ -69,6 +69,10 @@ class ModuleAnalysis:
             doubt = model.certainty.doubt(RULES[code].rests_on)
             if doubt is not None:  # an unknown never makes an error (analysis.certainty)
                 severity, message = "warning", f"{message} (not certain: {doubt})"
+            elif model.certainty.unreached:  # a bug no caller can reach harms nothing yet
+                severity = "warning"
+                message = (f"{message} (no code of the project applies {model.name}, and its module is "
+                           f"private: nothing reaches this yet)")
         return Finding(
             path=self.path,
             line=span.line,

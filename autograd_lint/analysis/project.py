@@ -47,6 +47,9 @@ class FileFacts:
     # (``decorators.definitions``), and the decorators written on autograd methods here
     decorator_defs: dict[str, str] = field(default_factory=dict)
     decorators_used: set[str] = field(default_factory=set)
+    # `X` of every `X.apply`, `X.forward`, `X.backward` ... written here, call or not: the
+    # classes some code of the project reaches (by name: a wider net, never a narrower one)
+    reached_names: set[str] = field(default_factory=set)
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,9 @@ class ProjectFacts:
     # modules whose facts a decorator's definition needs and the run has not read: the engine
     # reads those that are files of the project, and merges again
     unread_modules: frozenset[str] = frozenset()
+    # Function classes of private modules (`pkg/_experimental.py`) that no code of the project
+    # applies, subclasses, gradchecks or calls a method of: nothing can reach their bugs
+    unreached_keys: frozenset[str] = frozenset()
 
     @property
     def function_keys(self) -> frozenset[str]:
@@ -238,6 +244,12 @@ class ProjectFacts:
         decorator_effects, unread = _decorator_effects(located, symbols)
         function_bases = {key: sorted(b for b in found if b in keys) for key, found in base_keys.items() if key in keys}
         subclassed = frozenset(b for found in function_bases.values() for b in found)
+        reached_names = {name for _, facts in located for name in facts.reached_names}
+        reached_keys = subclassed | gradchecked | {k for found in helpers.values() for k in found}
+        unreached = frozenset(
+            key for key in keys
+            if key not in reached_keys and key.rpartition(".")[2] not in reached_names
+            and _is_private(key.rpartition(".")[0]))
         return cls(
             grad_fn_attributes=frozenset(a for _, facts in all_facts for a in facts.grad_fn_attributes),
             names=table,
@@ -252,7 +264,13 @@ class ProjectFacts:
             gradchecked_keys=frozenset(gradchecked),
             decorator_effects=decorator_effects,
             unread_modules=unread,
+            unreached_keys=unreached,
         )
+
+
+def _is_private(module: str) -> bool:
+    """A module for its package's own use: a part of its dotted name starts with one ``_``."""
+    return any(part.startswith("_") and not part.startswith("__") for part in module.split("."))
 
 
 def _decorator_effects(located: list[tuple[ModuleName, FileFacts]], symbols: dict[ModuleName, ModuleSymbols]
@@ -300,6 +318,8 @@ def facts_from_index(index: ModuleIndex, text: Optional[str] = None) -> FileFact
             if source is not None:
                 facts.class_sources[info.name] = ClassSource(source[0], source[1], imports, star_imports)
     facts.symbols = index.symbols
+    if text is not None and "." in text:
+        facts.reached_names = set(_REACHED.findall(text))
     facts.decorator_defs = definitions(index.tree) if index.tree is not None else {}
     for info in index.classes:
         for method in info.node.body:
@@ -327,6 +347,8 @@ def facts_from_index(index: ModuleIndex, text: Optional[str] = None) -> FileFact
 
 
 _CTX_METHODS = ("forward", "setup_context", "backward", "jvp", "vjp")
+# `X.apply`, `X.forward(`, ... (a composite Function may run another's forward and backward itself)
+_REACHED = re.compile(r"(\w+)[ \t]*\.[ \t]*(?:apply|forward|backward|setup_context|jvp|vjp)\b")
 _AUTOGRAD_METHODS = frozenset(_CTX_METHODS)
 # A line as Python numbers them (ends kept): "\n", "\r\n" or "\r" ends it, nothing else (unlike
 # str.splitlines). Here rather than analysis.syntax's: the first pass never loads libcst.
