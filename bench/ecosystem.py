@@ -26,7 +26,9 @@ Usage, from the repository root with the venv active::
 `--base`/`--head` lint with those commits, each checked out with `git worktree` in a temporary
 directory, and print the comparison: new, gone and moved findings per code and per package. The
 cache (default bench/.ecosystem/, ignored by git) keeps the downloads, so only the first run
-needs the network. CI never runs this: tests/test_ecosystem_compare.py tests the comparison
+needs the network. A package that yields no Function class (a meta-package with no Python code,
+a wrong paths=) makes `run` exit with status 1 and one line naming it, after the results are
+written; `summary` and `report` show the Function-class count of each package. CI never runs this: tests/test_ecosystem_compare.py tests the comparison
 and the report with small hand-made results.
 """
 
@@ -198,7 +200,9 @@ def lint(package: Package, root: Path, source: Path, select: Optional[str]) -> d
     if result.returncode not in (0, 1) or not report:
         print(f"  {package.spec}: the CLI failed (exit status {result.returncode}):\n{result.stderr[-3000:]}", flush=True)
     findings = report.get("findings", [])
-    print(f"  {package.name} {package.version}: {len(findings)} findings, {seconds:.1f} s", flush=True)
+    classes = report.get("summary", {}).get("function_classes", "?")
+    print(f"  {package.name} {package.version}: {classes} Function classes, {len(findings)} findings, {seconds:.1f} s",
+          flush=True)
     return {
         "version": package.version,
         "paths": paths,
@@ -243,6 +247,17 @@ def run_all(packages: list[Package], cache: Path, source: Path, select: Optional
             "packages": results}
 
 
+def fail_on_empty_packages(results: dict[str, dict]) -> int:
+    """1, with one line on stderr per package that yields no Function class, else 0: a package
+    linted empty (a meta-package, a wrong paths=) must not pass for a package with no findings.
+    Called after the results are written, so the run can still be read."""
+    problems = [(label, line) for label, result in results.items()
+                for line in ecosystem_compare.packages_without_function_classes(result)]
+    for label, line in problems:
+        print(f"ecosystem.py: error: {line}" + (f" [{label}]" if len(results) > 1 else ""), file=sys.stderr, flush=True)
+    return 1 if problems else 0
+
+
 def write_json(result: dict, out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
@@ -271,7 +286,7 @@ def run_revisions(args, packages: list[Package]) -> int:
     comparison = ecosystem_compare.compare(results["base"], results["head"])
     print()
     print(ecosystem_compare.format_comparison(comparison, f"base {args.base}", f"head {args.head or 'this tree'}"), end="")
-    return 0
+    return fail_on_empty_packages(results)
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -332,7 +347,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     write_json(result, args.out or args.cache_dir / "results" / f"{result['autograd_lint']['commit'][:12]}{suffix}.json")
     print()
     print(ecosystem_compare.format_summary(result), end="")
-    return 0
+    return fail_on_empty_packages({"this tree": result})
 
 
 if __name__ == "__main__":

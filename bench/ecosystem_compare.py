@@ -160,6 +160,36 @@ def summary(result: dict) -> dict[str, dict[str, dict[str, int]]]:
             for code, by_severity in sorted(table.items())}
 
 
+def function_classes(entry: dict) -> Optional[int]:
+    """The Function classes the CLI found in one package (its JSON summary), or None where the
+    result has no summary (the CLI failed, or a result written before the count was kept)."""
+    count = (entry.get("summary") or {}).get("function_classes")
+    return count if isinstance(count, int) else None
+
+
+def packages_without_function_classes(result: dict) -> list[str]:
+    """One line per package that yields no Function class: a wrong paths= or a meta-package
+    with no Python code (flash-linear-attention 0.6.0 was linted empty for weeks) would
+    otherwise count as a package with no findings."""
+    problems = []
+    for name, entry in sorted(result.get("packages", {}).items()):
+        count = function_classes(entry)
+        spec = f"{name}=={entry.get('version', '?')}"
+        linted = ", ".join(entry.get("paths") or []) or "nothing"
+        if count is None:
+            problems.append(f"{spec}: the CLI reported no Function-class count (exit status "
+                            f"{entry.get('exit_status', '?')}; linted {linted})")
+        elif count == 0:
+            problems.append(f"{spec} yields no Function class (linted {linted}): give the right paths= "
+                            "or drop it from the list")
+    return problems
+
+
+def _class_count_text(entry: dict) -> str:
+    count = function_classes(entry)
+    return "?" if count is None else str(count)
+
+
 def format_summary(result: dict) -> str:
     """A table with a row per code and severity, a column per package that has findings."""
     counts = summary(result)
@@ -171,7 +201,8 @@ def format_summary(result: dict) -> str:
             cells = [str(per.get(package, "")) for package in packages]
             lines.append(f"| {code} | {severity} | {sum(per.values())} | " + " | ".join(cells) + " |")
     total = sum(n for by_severity in counts.values() for per in by_severity.values() for n in per.values())
-    linted = ", ".join(f"{name} {entry.get('version', '?')}" for name, entry in sorted(result.get("packages", {}).items()))
+    linted = ", ".join(f"{name} {entry.get('version', '?')} ({_class_count_text(entry)} Function classes)"
+                       for name, entry in sorted(result.get("packages", {}).items()))
     return "\n".join(lines) + f"\n\n{total} findings in {len(result.get('packages', {}))} packages: {linted}\n"
 
 
@@ -284,8 +315,16 @@ def render_report(result: dict, existing: str = "", command: str = "python bench
         f"autograd-lint {tool.get('version', '?')} at commit {str(tool.get('commit', '?'))[:12]}"
         + (" (with uncommitted changes)" if tool.get("dirty") else "")
         + (f", `--select {select}`" if select else ", default rules")
-        + f"; {len(packages)} packages: "
-        + ", ".join(f"{name} {entry.get('version', '?')}" for name, entry in sorted(packages.items())) + ".",
+        + f"; {len(packages)} packages, {sum(function_classes(entry) or 0 for entry in packages.values())} Function classes:",
+        "",
+        "| package | version | Function classes | errors | other findings |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for name, entry in sorted(packages.items()):
+        severities = collections.Counter(raw.get("severity") for raw in entry.get("findings", []))
+        lines.append(f"| {name} | {entry.get('version', '?')} | {_class_count_text(entry)} | {severities['error']} | "
+                     f"{sum(severities.values()) - severities['error']} |")
+    lines += [
         "",
         "| code | errors | real | harmless here | false | not judged |",
         "|---|---:|---:|---:|---:|---:|",

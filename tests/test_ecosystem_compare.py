@@ -207,3 +207,71 @@ def test_archives_in_the_cache_are_found_by_normalised_name_and_version(tmp_path
     assert ecosystem.find_archive(tmp_path, ecosystem.Package("pyro-ppl", "1.9.2", ())).name.startswith("pyro_ppl")
     assert ecosystem.find_archive(tmp_path, ecosystem.Package("mmcv", "2.2.0", ())).name == "mmcv-2.2.0.tar.gz"
     assert ecosystem.find_archive(tmp_path, ecosystem.Package("timm", "1.0.31", ())) is None
+
+
+def counted(data: dict, **classes: int) -> dict:
+    """`data` with the CLI's summary (its Function-class count) for the packages named."""
+    data = json.loads(json.dumps(data))
+    for name, count in classes.items():
+        data["packages"][name]["summary"] = {"files": 3, "function_classes": count}
+    return data
+
+
+def test_a_package_with_no_function_class_is_named_and_one_without_a_count_too():
+    data = counted(AFTER, torch=12, mmcv=0)  # kornia: no summary (the CLI failed, or an old result)
+    problems = ecosystem_compare.packages_without_function_classes(data)
+    assert len(problems) == 2
+    assert problems[0].startswith("kornia==1.0: the CLI reported no Function-class count")
+    assert problems[1] == "mmcv==1.0 yields no Function class (linted mmcv): give the right paths= or drop it from the list"
+    assert ecosystem_compare.packages_without_function_classes(counted(AFTER, torch=12, mmcv=1, kornia=2)) == []
+
+
+def test_summary_and_report_show_the_function_classes_of_each_package(tmp_path: Path):
+    data = counted(AFTER, torch=12, mmcv=0, kornia=2)
+    process = run_cli("summary", str(write(tmp_path, "b.json", data)))
+    assert process.returncode == 0, process.stderr
+    assert ("kornia 1.0 (2 Function classes), mmcv 1.0 (0 Function classes), torch 1.0 (12 Function classes)"
+            in process.stdout)
+    process = run_cli("report", str(write(tmp_path, "b.json", data)))
+    assert process.returncode == 0, process.stderr
+    assert "3 packages, 14 Function classes:" in process.stdout
+    # package, version, Function classes, errors, other findings
+    assert "| mmcv | 1.0 | 0 | 1 | 1 |" in process.stdout and "| torch | 1.0 | 12 | 2 | 0 |" in process.stdout
+    process = run_cli("report", str(write(tmp_path, "a.json", BEFORE)))  # no summary kept: "?", not 0
+    assert "| torch | 1.0 | ? | 3 | 0 |" in process.stdout
+
+
+def _wheel(downloads: Path, name: str, files: dict[str, str]) -> None:
+    import zipfile
+    downloads.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(downloads / f"{name}-1.0-py3-none-any.whl", "w") as wheel:
+        for path, text in files.items():
+            wheel.writestr(path, text)
+
+
+FUNCTION = ("import torch\n\n\nclass Double(torch.autograd.Function):\n    @staticmethod\n"
+            "    def forward(ctx, x):\n        return x * 2\n\n    @staticmethod\n"
+            "    def backward(ctx, grad):\n        return grad * 2\n")
+
+
+def test_run_fails_loudly_on_a_package_that_yields_no_function_class(tmp_path: Path):
+    # The archives are already in the cache, so `run` downloads nothing: it lints them with the CLI.
+    cache = tmp_path / "cache"
+    _wheel(cache / "downloads", "withfunction", {"withfunction/__init__.py": FUNCTION})
+    _wheel(cache / "downloads", "metapackage", {"metapackage/__init__.py": "", "metapackage-1.0.dist-info/METADATA": ""})
+    listing = tmp_path / "packages.txt"
+    listing.write_text("withfunction==1.0\nmetapackage==1.0\n")
+    out = tmp_path / "result.json"
+    process = run_cli("run", "--packages", str(listing), "--cache-dir", str(cache), "--out", str(out))
+    assert process.returncode == 1, process.stdout + process.stderr
+    assert process.stderr.strip().splitlines() == [
+        "ecosystem.py: error: metapackage==1.0 yields no Function class (linted metapackage): "
+        "give the right paths= or drop it from the list"]
+    assert "withfunction 1.0: 1 Function classes" in process.stdout
+    saved = json.loads(out.read_text())  # written all the same, to be read
+    assert ecosystem_compare.function_classes(saved["packages"]["withfunction"]) == 1
+    assert ecosystem_compare.function_classes(saved["packages"]["metapackage"]) == 0
+
+    listing.write_text("withfunction==1.0\n")
+    process = run_cli("run", "--packages", str(listing), "--cache-dir", str(cache), "--out", str(out))
+    assert process.returncode == 0, process.stdout + process.stderr
