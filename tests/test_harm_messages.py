@@ -31,6 +31,9 @@ def test_agl201_names_the_cycle_for_an_output_and_the_silent_corruption_for_an_i
     assert "receives a gradient" in messages[_line_of(bad, "ctx.x = x  #")]
     assert "whose values backward reads" in messages[_line_of(bad, "ctx.tensors = (None, B)  #")]
     assert "shares the storage of forward's output" in messages[_line_of(bad, "ctx.out = out.detach()")]
+    # forward's output returned through the attribute itself (PyTorch issues 5569, 25340)
+    returned = messages[_line_of(bad, "ctx.out = x.clone()  #")]
+    assert "forward's output" in returned and "reference cycle" in returned and "memory grows" in returned
     assert all("silently corrupts the gradient" in m or "reference cycle" in m for m in messages.values())
 
 

@@ -34,7 +34,7 @@ from autograd_lint.analysis.syntax import (
 from autograd_lint.analysis.tensorness import NON_TENSOR_ATTRIBUTES, Tensorness, is_zero_gradient
 
 if TYPE_CHECKING:
-    from autograd_lint.analysis.class_model import FunctionModel, Method
+    from autograd_lint.analysis.class_model import CtxAttributeSet, FunctionModel, Method
 
 
 class Origin(enum.Enum):
@@ -134,6 +134,7 @@ class ProvenanceModel:
     def __init__(self, model: "FunctionModel") -> None:
         self.model = model
         self._returned: dict[str, Optional[set[str]]] = {}
+        self._returned_attributes: Optional[dict[str, Provenance]] = None
 
     # ---- provenance of expressions in forward / setup_context ------------------------------
     def of(self, method: "Method", node: Optional[cst.BaseExpression],
@@ -332,10 +333,71 @@ class ProvenanceModel:
     def ctx_attribute(self, attr: str) -> Provenance:
         """Provenance of ``ctx.<attr>``: the same on every assignment, else unknown."""
         sets = [s for s in self.model.ctx_attribute_sets if s.attr == attr]
-        found = [self.of(s.method, s.value) for s in sets]
+        found = [self.held_by(s) for s in sets]
         if not found or any(f != found[0] for f in found):
             return UNKNOWN
         return found[0]
+
+    def held_by(self, attr_set: "CtxAttributeSet") -> Provenance:
+        """Where the tensor that this assignment puts on ctx came from. Besides the provenance of
+        the value written (``of``), the attribute itself may be forward's output: forward returns
+        it (``ctx.out = x.clone(); return ctx.out``), so whatever it holds is the output."""
+        if attr_set.index is None:
+            returned = self.returned_attributes().get(attr_set.attr)
+            sets = [s for s in self.model.ctx_attribute_sets if s.attr == attr_set.attr]
+            if returned is not None and sets == [attr_set]:
+                return returned  # set once: that value is the one returned
+        statement = attr_set.statement
+        if isinstance(statement, cst.Assign) and len(statement.targets) > 1 and attr_set.index is None:
+            # `ctx.out = out = torch.exp(x)`: the value is also the local `out`, maybe returned
+            for target in statement.targets:
+                if isinstance(target.target, cst.Name):
+                    found = self.of(attr_set.method, target.target)
+                    if found.origin is Origin.OUTPUT:
+                        return found
+        return self.of(attr_set.method, attr_set.value)
+
+    def returned_attributes(self) -> dict[str, Provenance]:
+        """The ctx attributes that a legacy forward returns as they are, each as the output it is
+        (its position in the returned tuple, when every return agrees): ``return ctx.out``,
+        ``return ctx.a, ctx.b``, or a local bound only to one (``y = ctx.out; return y``).
+        Returning a view of the attribute (``return ctx.base.view(-1)``) does not count: the
+        output is then a new tensor whose ``_base`` is the attribute, and no cycle forms
+        (docs/runtime-mechanisms.md, F19)."""
+        if self._returned_attributes is None:
+            self._returned_attributes = self._find_returned_attributes()
+        return self._returned_attributes
+
+    def _find_returned_attributes(self) -> dict[str, Provenance]:
+        forward = self.model.forward
+        if forward is None or forward.name != "forward":
+            return {}
+        ctx_names = self.model.ctx_names(forward)
+        if not ctx_names:
+            return {}  # new style: forward has no ctx
+        assignments = self.model.judge(forward).assignments
+        params = {p.name for p in forward.params}
+        positions: dict[str, set[Optional[int]]] = {}
+        for ret in forward.returns:
+            value = ret.value
+            if isinstance(value, (cst.Tuple, cst.List)):
+                if any(isinstance(e, cst.StarredElement) for e in value.elements):
+                    elements = [(None, e.value) for e in value.elements]  # positions unknown
+                else:
+                    elements = [(i, e.value) for i, e in enumerate(value.elements)]
+            elif value is not None:
+                elements = [(0, value)]
+            else:
+                continue
+            for position, element in elements:
+                if isinstance(element, cst.Name) and element.value not in params:
+                    bound = assignments.get(element.value, [])
+                    if len(bound) == 1 and isinstance(bound[0], cst.BaseExpression):
+                        element = bound[0]  # `y = ctx.out; return y`
+                if is_ctx_attr(element, ctx_names):
+                    positions.setdefault(element.attr.value, set()).add(position)
+        return {attr: Provenance(Origin.OUTPUT, found.pop() if len(found) == 1 else None)
+                for attr, found in positions.items()}
 
     def saved_position(self, position: int) -> Provenance:
         """Provenance of the tensor ``save_for_backward`` keeps at ``position``."""
