@@ -206,3 +206,15 @@ def test_agl103_is_an_error_for_a_function_written_to_be_instantiated(tmp_path: 
                       .replace("self.factor", "2"))
     found = _findings("scale.py", cwd=tmp_path)
     assert [(f["code"], f["severity"]) for f in found] == [("AGL103", "warning"), ("AGL103", "warning")]
+
+
+def test_agl308_names_the_torch_nn_module_that_makes_the_parameter_trainable():
+    """The parameter passed is a torch.nn module's (issue 28: a published QAT linear subclasses
+    nn.Linear and passes the inherited self.bias): the message says which, and where."""
+    bad = REPO_ROOT / "fixtures" / "AGL308" / "nn_modules.py"
+    messages = _by_line(_findings("fixtures/AGL308/nn_modules.py"), "AGL308")
+    inherited = messages[_line_of(bad, "return grad_output @ q, grad_w, None")]
+    assert "self.bias, the trainable bias that QATLinear inherits from torch.nn.Linear" in inherited
+    local = messages[_line_of(bad, "(grad_output * x).sum(0), None")]
+    assert "lin.bias, the trainable bias that torch.nn.Linear(...) makes" in local
+    assert all("never trains" in m for m in messages.values()) and len(messages) == 4

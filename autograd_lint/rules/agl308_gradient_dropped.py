@@ -61,9 +61,9 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
                 CODE, model, backward, where,
                 f"backward returns None for {param.name}, but forward's output (the return at line "
                 f"{line}) depends on it through differentiable arithmetic, and the caller passes "
-                f"{evidence.shown}, {evidence.made_by} (line {evidence.line}): its .grad stays None and it never trains, "
-                f"with no error; return its gradient, or raise when ctx.needs_input_grad[{position}] if it "
-                f"must stay constant",
+                f"{evidence.shown}, {evidence.made_by} (line {evidence.line}): its .grad stays None and it "
+                f"never trains, with no error; return its gradient, or raise when "
+                f"ctx.needs_input_grad[{position}] if it must stay constant",
             )
 
 
