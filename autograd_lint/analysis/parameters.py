@@ -185,12 +185,16 @@ class TrainableArguments:
 
     def _switched_on(self, module: str, parameter: str, args: list[ast.expr], keywords: list[ast.keyword],
                      scope: Optional[ast.AST]) -> bool:
-        if any(isinstance(a, ast.Starred) for a in args) or any(k.arg is None for k in keywords):
-            return False  # `*args`, `**kwargs`: the switches cannot be read
+        starred = next((i for i, a in enumerate(args) if isinstance(a, ast.Starred)), None)
+        double_starred = any(k.arg is None for k in keywords)
         for switch in TORCH_NN_MODULES[module].get(parameter, ()):
             given = keyword_value(_as_call(args, keywords), switch.keyword)
+            if given is None and starred is not None and starred <= switch.position:
+                return False  # `*args` may hold it
             if given is None and switch.position < len(args):
                 given = args[switch.position]
+            if given is None and double_starred:
+                return False  # `**kwargs` may hold it (given explicitly, it cannot: a TypeError)
             if given is not None and not _reads_on(given, switch, scope):
                 return False
         return True
