@@ -31,6 +31,9 @@ def test_agl201_names_the_cycle_for_an_output_and_the_silent_corruption_for_an_i
     assert "receives a gradient" in messages[_line_of(bad, "ctx.x = x  #")]
     assert "whose values backward reads" in messages[_line_of(bad, "ctx.tensors = (None, B)  #")]
     assert "shares the storage of forward's output" in messages[_line_of(bad, "ctx.out = out.detach()")]
+    # forward's output returned through the attribute itself (PyTorch issues 5569, 25340)
+    returned = messages[_line_of(bad, "ctx.out = x.clone()  #")]
+    assert "forward's output" in returned and "reference cycle" in returned and "memory grows" in returned
     assert all("silently corrupts the gradient" in m or "reference cycle" in m for m in messages.values())
 
 
@@ -203,3 +206,15 @@ def test_agl103_is_an_error_for_a_function_written_to_be_instantiated(tmp_path: 
                       .replace("self.factor", "2"))
     found = _findings("scale.py", cwd=tmp_path)
     assert [(f["code"], f["severity"]) for f in found] == [("AGL103", "warning"), ("AGL103", "warning")]
+
+
+def test_agl308_names_the_torch_nn_module_that_makes_the_parameter_trainable():
+    """The parameter passed is a torch.nn module's (issue 28: a published QAT linear subclasses
+    nn.Linear and passes the inherited self.bias): the message says which, and where."""
+    bad = REPO_ROOT / "fixtures" / "AGL308" / "nn_modules.py"
+    messages = _by_line(_findings("fixtures/AGL308/nn_modules.py"), "AGL308")
+    inherited = messages[_line_of(bad, "return grad_output @ q, grad_w, None")]
+    assert "self.bias, the trainable bias that QATLinear inherits from torch.nn.Linear" in inherited
+    local = messages[_line_of(bad, "(grad_output * x).sum(0), None")]
+    assert "lin.bias, the trainable bias that torch.nn.Linear(...) makes" in local
+    assert all("never trains" in m for m in messages.values()) and len(messages) == 5

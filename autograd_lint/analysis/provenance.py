@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import enum
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Iterable, Optional, Union
 
 import libcst as cst
@@ -34,7 +34,7 @@ from autograd_lint.analysis.syntax import (
 from autograd_lint.analysis.tensorness import NON_TENSOR_ATTRIBUTES, Tensorness, is_zero_gradient
 
 if TYPE_CHECKING:
-    from autograd_lint.analysis.class_model import FunctionModel, Method
+    from autograd_lint.analysis.class_model import CtxAttributeSet, FunctionModel, Method
 
 
 class Origin(enum.Enum):
@@ -114,6 +114,13 @@ _INDEXING_CALLS = frozenset(
      "take_along_dim", "embedding", "index_put", "index_put_"}
 )
 _INDEX_CONVERSIONS = frozenset({"long", "int", "bool", "short", "byte"})
+# torch.<name>(...) and tensor methods whose result is an integer or bool tensor.
+_INTEGER_RESULTS = frozenset(
+    {"argmax", "argmin", "argsort", "argwhere", "nonzero", "bucketize", "searchsorted", "isnan", "isinf",
+     "isfinite", "isposinf", "isneginf", "isclose", "signbit", "eq", "ne", "lt", "le", "gt", "ge", "greater",
+     "greater_equal", "less", "less_equal", "not_equal", "logical_and", "logical_or", "logical_not",
+     "logical_xor"}
+)
 _INDEX_DTYPES = re.compile(r"^torch\.(u?int(8|16|32|64)|long|int|short|bool)$")
 _INDEX_ANNOTATION = re.compile(r"\b(Long|Int|Bool|Byte|Short)Tensor\b")
 # Names real code gives integer and boolean index tensors (flash-attn's cu_seqlens, PyG's index).
@@ -134,6 +141,7 @@ class ProvenanceModel:
     def __init__(self, model: "FunctionModel") -> None:
         self.model = model
         self._returned: dict[str, Optional[set[str]]] = {}
+        self._returned_attributes: Optional[dict[str, Provenance]] = None
 
     # ---- provenance of expressions in forward / setup_context ------------------------------
     def of(self, method: "Method", node: Optional[cst.BaseExpression],
@@ -165,9 +173,10 @@ class ProvenanceModel:
         model = self.model
         inputs = [p.name for p in model.known_inputs]
         if method.name == "forward" and name in self._returned_names(method):
-            # An output marked non-differentiable gets no grad_fn: no cycle, only shared storage.
-            return Provenance(Origin.OUTPUT, self._output_position(method, name),
-                              detached=name in self._non_differentiable_names())
+            # An output marked non-differentiable, or of an integer or bool dtype, gets no
+            # grad_fn: no cycle, only shared storage.
+            no_grad_fn = name in self._non_differentiable_names() or self._integer_local(method, name)
+            return Provenance(Origin.OUTPUT, self._output_position(method, name), detached=no_grad_fn)
         if method.name == "setup_context":
             params = [p.name for p in method.params]
             if len(params) >= 3 and name == params[2]:
@@ -224,6 +233,50 @@ class ProvenanceModel:
                 if is_ctx_attr(call.func, ctx_names, "mark_non_differentiable"):
                     names |= {a.value.value for a in call.args if isinstance(a.value, cst.Name)}
         return names
+
+    def _non_differentiable_attributes(self) -> set[str]:
+        """ctx attributes passed to ``ctx.mark_non_differentiable(ctx.idx)``."""
+        attrs: set[str] = set()
+        for method in self.model.forward_methods:
+            ctx_names = self.model.ctx_names(method)
+            for call in method.nodes_of(cst.Call):
+                if is_ctx_attr(call.func, ctx_names, "mark_non_differentiable"):
+                    attrs |= {a.value.attr.value for a in call.args if is_ctx_attr(a.value, ctx_names)}
+        return attrs
+
+    def _integer_local(self, method: "Method", name: str) -> bool:
+        """Every binding of the local ``name`` is certainly an integer or bool tensor."""
+        bindings = self.model.judge(method).assignments.get(name, [])
+        return bool(bindings) and name not in {p.name for p in method.params} and all(
+            isinstance(b, cst.BaseExpression) and self._certainly_integer(method, b) for b in bindings)
+
+    def _certainly_integer(self, method: "Method", node: Optional[cst.BaseExpression]) -> bool:
+        """``node`` is certainly a tensor of an integer or bool dtype, which never requires grad:
+        as forward's output it gets no grad_fn. A comparison of tensors, ``torch.argmax(...)`` and
+        the other index producers, ``.long()``/``.bool()``/..., ``.to(torch.long)``, a
+        ``dtype=torch.long`` keyword."""
+        if node is None or self.model.judge(method)(node) is not Tensorness.TENSOR:
+            return False
+        if isinstance(node, cst.Comparison):
+            return all(isinstance(c.operator, (cst.LessThan, cst.GreaterThan, cst.LessThanEqual,
+                                               cst.GreaterThanEqual, cst.Equal, cst.NotEqual))
+                       for c in node.comparisons)
+        if not isinstance(node, cst.Call):
+            return False
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value == "dtype":
+                return bool(_INDEX_DTYPES.match(self.model.qualify(dotted(arg.value) or "")))
+        name = dotted(node.func)
+        if name is not None and self.model.qualify(name).startswith("torch."):
+            return self.model.qualify(name).rpartition(".")[2] in _INTEGER_RESULTS
+        if isinstance(node.func, cst.Attribute):
+            method_name = node.func.attr.value
+            if method_name in _INDEX_CONVERSIONS or method_name in _INTEGER_RESULTS:
+                return True
+            if method_name == "to":
+                return any(_INDEX_DTYPES.match(self.model.qualify(dotted(a.value) or ""))
+                           for a in node.args if a.keyword is None)
+        return False
 
     def _output_position(self, forward: "Method", name: str) -> Optional[int]:
         positions = set()
@@ -332,10 +385,74 @@ class ProvenanceModel:
     def ctx_attribute(self, attr: str) -> Provenance:
         """Provenance of ``ctx.<attr>``: the same on every assignment, else unknown."""
         sets = [s for s in self.model.ctx_attribute_sets if s.attr == attr]
-        found = [self.of(s.method, s.value) for s in sets]
+        found = [self.held_by(s) for s in sets]
         if not found or any(f != found[0] for f in found):
             return UNKNOWN
         return found[0]
+
+    def held_by(self, attr_set: "CtxAttributeSet") -> Provenance:
+        """Where the tensor that this assignment puts on ctx came from. Besides the provenance of
+        the value written (``of``), the attribute itself may be forward's output: forward returns
+        it (``ctx.out = x.clone(); return ctx.out``), so whatever it holds is the output."""
+        if attr_set.index is None:
+            returned = self.returned_attributes().get(attr_set.attr)
+            sets = [s for s in self.model.ctx_attribute_sets if s.attr == attr_set.attr]
+            if returned is not None and sets == [attr_set]:  # set once: that value is the one returned
+                if (attr_set.attr in self._non_differentiable_attributes()
+                        or self._certainly_integer(attr_set.method, attr_set.value)):
+                    return replace(returned, detached=True)  # no grad_fn, so no cycle
+                return returned
+        statement = attr_set.statement
+        if isinstance(statement, cst.Assign) and len(statement.targets) > 1 and attr_set.index is None:
+            # `ctx.out = out = torch.exp(x)`: the value is also the local `out`, maybe returned
+            for target in statement.targets:
+                if isinstance(target.target, cst.Name):
+                    found = self.of(attr_set.method, target.target)
+                    if found.origin is Origin.OUTPUT:
+                        return found
+        return self.of(attr_set.method, attr_set.value)
+
+    def returned_attributes(self) -> dict[str, Provenance]:
+        """The ctx attributes that a legacy forward returns as they are, each as the output it is
+        (its position in the returned tuple, when every return agrees): ``return ctx.out``,
+        ``return ctx.a, ctx.b``, or a local bound only to one (``y = ctx.out; return y``).
+        Returning a view of the attribute (``return ctx.base.view(-1)``) does not count: the
+        output is then a new tensor whose ``_base`` is the attribute, and no cycle forms
+        (docs/runtime-mechanisms.md, F19)."""
+        if self._returned_attributes is None:
+            self._returned_attributes = self._find_returned_attributes()
+        return self._returned_attributes
+
+    def _find_returned_attributes(self) -> dict[str, Provenance]:
+        forward = self.model.forward
+        if forward is None or forward.name != "forward":
+            return {}
+        ctx_names = self.model.ctx_names(forward)
+        if not ctx_names:
+            return {}  # new style: forward has no ctx
+        assignments = self.model.judge(forward).assignments
+        params = {p.name for p in forward.params}
+        positions: dict[str, set[Optional[int]]] = {}
+        for ret in forward.returns:
+            value = ret.value
+            if isinstance(value, (cst.Tuple, cst.List)):
+                if any(isinstance(e, cst.StarredElement) for e in value.elements):
+                    elements = [(None, e.value) for e in value.elements]  # positions unknown
+                else:
+                    elements = [(i, e.value) for i, e in enumerate(value.elements)]
+            elif value is not None:
+                elements = [(0, value)]
+            else:
+                continue
+            for position, element in elements:
+                if isinstance(element, cst.Name) and element.value not in params:
+                    bound = assignments.get(element.value, [])
+                    if len(bound) == 1 and isinstance(bound[0], cst.BaseExpression):
+                        element = bound[0]  # `y = ctx.out; return y`
+                if is_ctx_attr(element, ctx_names):
+                    positions.setdefault(element.attr.value, set()).add(position)
+        return {attr: Provenance(Origin.OUTPUT, found.pop() if len(found) == 1 else None)
+                for attr, found in positions.items()}
 
     def saved_position(self, position: int) -> Provenance:
         """Provenance of the tensor ``save_for_backward`` keeps at ``position``."""

@@ -47,6 +47,8 @@ def fix(context: FixContext, finding: Finding) -> Optional[Fix]:
                      if s.method is method and s.index is None and _starts_at(method, s.statement, finding)), None)
     if attr_set is None or not isinstance(attr_set.statement, cst.Assign) or not isinstance(attr_set.value, cst.Name):
         return None
+    if model.provenance.is_saved(method, attr_set.value):
+        return None  # already saved (forward's output, reported for its cycle): saving it twice is no fix
     attr, value = attr_set.attr, attr_set.value.value
     if len(attr_set.statement.targets) != 1 or not saved.usable_attribute_name(attr):
         return None

@@ -9,7 +9,7 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from autograd_lint.analysis.class_model import CtxAttributeSet, FunctionModel
-from autograd_lint.analysis.provenance import Origin, Reads
+from autograd_lint.analysis.provenance import Origin, Provenance, Reads
 from autograd_lint.analysis.tensorness import Tensorness
 
 
@@ -28,25 +28,37 @@ class CtxTensor:
 
 def ctx_tensors(model: FunctionModel) -> Iterator[CtxTensor]:
     """Every ctx attribute set to a tensor in the class's own forward/setup_context, unless the
-    same tensor also goes to save_for_backward (then the saved copy is checked and hooked)."""
+    same tensor also goes to save_for_backward (then the saved copy is checked and hooked) and
+    is not forward's output (whose attribute closes the reference cycle, saved or not)."""
     provenance = model.provenance
     for attr_set in model.ctx_attribute_sets:
         if attr_set.method.inherited or attr_set.value is None:
             continue
         if model.judge(attr_set.method)(attr_set.value) is not Tensorness.TENSOR:
             continue
-        if provenance.is_saved(attr_set.method, attr_set.value):
+        held = provenance.held_by(attr_set)
+        if provenance.is_saved(attr_set.method, attr_set.value) and not _cycles(held):
             continue
-        yield CtxTensor(attr_set, _harm(model, attr_set))
+        yield CtxTensor(attr_set, _harm(model, attr_set, held))
 
 
-def _harm(model: FunctionModel, attr_set: CtxAttributeSet) -> Optional[str]:
+def _cycles(held: Provenance) -> bool:
+    """Forward's output (or a view that keeps it as ``_base``) on ctx: output -> grad_fn (the
+    ctx) -> attribute -> output (docs/runtime-mechanisms.md, F19)."""
+    return held.origin is Origin.OUTPUT and not held.detached
+
+
+def _harm(model: FunctionModel, attr_set: CtxAttributeSet, origin: Provenance) -> Optional[str]:
     provenance = model.provenance
-    origin = provenance.of(attr_set.method, attr_set.value)
-    if origin.origin is Origin.OUTPUT and not origin.detached:
-        what = "a view of forward's output" if origin.view else "forward's output"
-        return (f"it is {what}: ctx -> output -> output.grad_fn (this ctx) is a reference cycle, so "
-                f"the graph and its tensors stay alive until the cyclic garbage collector runs")
+    if _cycles(origin):
+        if origin.view:
+            return ("it is a view of forward's output (or an alias): output -> output.grad_fn (this ctx) -> "
+                    "it -> the output is a reference cycle that keeps the graph and its tensors alive at "
+                    "least until the cyclic garbage collector runs (a view's link to its base is inside "
+                    "C++, where the collector cannot break it: then for good), so memory grows every step")
+        return ("it is forward's output: output -> output.grad_fn (this ctx) -> the output is a "
+                "reference cycle, so the graph and its tensors stay alive until the cyclic garbage "
+                "collector runs, and memory grows every step in between")
     if origin.origin is Origin.OUTPUT:
         if provenance.backward_reads(attr_set.attr, attr_set.index) is not Reads.VALUES:
             return None

@@ -1,7 +1,8 @@
 """AGL308 gradient-dropped: backward returns None for an input that forward's output certainly
 depends on through differentiable arithmetic (``analysis/dependence.py``) and that the file's
-own callers fill with a trainable ``nn.Parameter`` (``analysis/parameters.py``), so that
-parameter silently never gets a gradient. The finding points at the ``None``."""
+own callers fill with a trainable parameter (an ``nn.Parameter``, or the ``.weight``/``.bias`` of a
+torch.nn module: ``analysis/parameters.py``), so that parameter silently never gets a gradient.
+The finding points at the ``None``."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ import libcst as cst
 
 from autograd_lint.analysis.dependence import certain_inputs
 from autograd_lint.analysis.module import ModuleAnalysis
-from autograd_lint.analysis.parameters import trainable_parameter_argument
-from autograd_lint.analysis.syntax import constant_index, is_ctx_attr
+from autograd_lint.analysis.parameters import TrainableArguments
+from autograd_lint.analysis.syntax import constant_index, dotted, is_ctx_attr
 from autograd_lint.analysis.tensorness import Tensorness
 from autograd_lint.findings import Finding
 from autograd_lint.rules._common import is_stub, raises_only, reachable_returns, returned_values
@@ -22,13 +23,15 @@ CODE = "AGL308"
 
 
 def check(module: ModuleAnalysis) -> Iterator[Finding]:
-    if "Parameter" not in module.text:
-        return  # no nn.Parameter made in this file: no evidence that any input trains
+    trainable = TrainableArguments(module.index.tree, module.text, module.index.imports.qualify,
+                                   frozenset(module.index.symbols.defined))
+    if not trainable.might_train():
+        return  # no nn.Parameter nor torch.nn module in this file: no evidence that any input trains
     for model in module.classes:
         backward = model.own("backward")
         if backward is None or model.inputs is None or is_stub(backward) or raises_only(backward):
             continue
-        if _accumulates_elsewhere(backward):
+        if _accumulates_elsewhere(model, backward):
             continue  # `weight.main_grad.add_(...)`: the gradient goes around autograd on purpose
         if _says_frozen(module, model):
             continue  # "frozen base weight", "no gradient for the weight": documented on purpose
@@ -43,7 +46,7 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
             param = model.inputs[position]
             if _asks_whether_it_needs_grad(model, position, param.name):
                 continue  # the author decides what it gets (ctx.needs_input_grad[i], .requires_grad)
-            evidence = trainable_parameter_argument(module.index.tree, module.text, model.name, position)
+            evidence = trainable.at(model.name, position)
             if evidence is None:
                 continue  # maybe a constant by design (cos/sin, a mask, a frozen LoRA base): None is right
             if model.input_tensorness.get(param.name) is Tensorness.NOT_TENSOR:
@@ -57,10 +60,10 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
             yield module.at(
                 CODE, model, backward, where,
                 f"backward returns None for {param.name}, but forward's output (the return at line "
-                f"{line}) depends on it through differentiable arithmetic, and it is self.{evidence.attribute}, "
-                f"a trainable nn.Parameter (line {evidence.line}): its .grad stays None and it never trains, "
-                f"with no error; return its gradient, or raise when ctx.needs_input_grad[{position}] if it "
-                f"must stay constant",
+                f"{line}) depends on it through differentiable arithmetic, and the caller passes "
+                f"{evidence.shown}, {evidence.made_by} (line {evidence.line}): its .grad stays None and it "
+                f"never trains, with no error; return its gradient, or raise when "
+                f"ctx.needs_input_grad[{position}] if it must stay constant",
             )
 
 
@@ -95,12 +98,15 @@ def _says_frozen(module: ModuleAnalysis, model) -> bool:
     return bool(_FROZEN_WORDS.search(text))
 
 
-def _accumulates_elsewhere(backward) -> bool:
+def _accumulates_elsewhere(model, backward) -> bool:
     """backward writes gradients itself (``w.main_grad.add_(dw)``, ``w.grad = dw``, a store that
-    computes them later): Megatron's fused accumulation returns None for the weight on purpose."""
+    computes them later): Megatron's fused accumulation returns None for the weight on purpose.
+    (``torch.nn.grad.conv2d_weight(...)``, the module of convolution gradients, is no such write.)"""
     for node in backward.nodes_of(cst.Attribute, cst.Name):
         text = node.attr.value if isinstance(node, cst.Attribute) else node.value
         if text in ("grad", "main_grad") and isinstance(node, cst.Attribute):
+            if model.qualify(dotted(node) or "") == "torch.nn.grad":
+                continue
             return True
         if "GradStore" in text or "grad_store" in text or "accumulat" in text.lower():
             return True
