@@ -152,12 +152,12 @@ class GradGuards:
                     continue
                 if reader.asks(attr_set.value):
                     self.flag_attributes.add(attr_set.attr)
-                elif reader.kept_if_needed(attr_set.value, attr_set.statement):
+                elif reader.kept_if_needed(attr_set.value):
                     self.kept_if_needed_attributes.add(attr_set.attr)
             saves = [call for call in model.save_calls if call.method is method and call.args is not None]
             for call in saves:
                 for position, arg in enumerate(call.args or []):
-                    if reader.kept_if_needed(arg, call.call):
+                    if reader.kept_if_needed(arg):
                         self.kept_if_needed_positions.add(position)
             # `if ctx.needs_input_grad[1]: ctx.save_for_backward(x, w)` / `else:
             # ctx.save_for_backward(None, w)`: the position None in some save, under a guard.
@@ -192,16 +192,16 @@ class _ForwardReader:
             n.attr.value == "requires_grad" or is_ctx_attr(n, self.ctx_names, "needs_input_grad"))
             for n in all_nodes(node))
 
-    def kept_if_needed(self, value: cst.BaseExpression, site: cst.CSTNode) -> bool:
-        """``value``, stored at ``site``, is None unless a gradient is needed: ``x if
-        w.requires_grad else None``, or a local bound to None and, under such a test, to a tensor."""
+    def kept_if_needed(self, value: cst.BaseExpression, visiting: frozenset[str] = frozenset()) -> bool:
+        """``value`` is None unless a gradient is needed: ``x if w.requires_grad else None``, or
+        a local bound to None and, under such a test, to a tensor."""
         if isinstance(value, cst.IfExp):
             return self.asks(value.test) and (is_none(value.body) or is_none(value.orelse))
-        if not isinstance(value, cst.Name):
+        if not isinstance(value, cst.Name) or value.value in visiting:
             return False
         bindings = [(target, bound) for target, bound in self.method.binding_sites
                     if isinstance(target, cst.Name) and target.value == value.value]
-        if any(bound is not None and self.kept_if_needed(bound, target) for target, bound in bindings):
+        if any(bound is not None and self.kept_if_needed(bound, visiting | {value.value}) for _, bound in bindings):
             return True
         has_none = any(is_none(bound) for _, bound in bindings)
         return has_none and any(not is_none(bound) and self.under_guard(target) for target, bound in bindings)

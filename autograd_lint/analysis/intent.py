@@ -3,7 +3,7 @@
 - ``only_raises(method)``: the body, after a docstring, is a single ``raise``: a method written
   to refuse (``def backward(ctx, g): raise NotImplementedError``). It never computes anything,
   so how it is declared (static or not) changes nothing anyone can observe but the message.
-- ``inference_only_marker(model)``: forward (or the whole class) runs under ``torch.no_grad()``
+- ``inference_only_marker(model)``: forward runs under ``torch.no_grad()``
   or ``torch.inference_mode()``, as a decorator or as a ``with`` around every return. Inside
   ``Function.apply`` forward already runs without grad, so the marker changes nothing at
   runtime: it is the author saying the Function is for inference. A caller that differentiates
@@ -39,12 +39,14 @@ def only_raises(method: "Method") -> bool:
 
 
 def inference_only_marker(model: "FunctionModel") -> Optional[str]:
-    """How forward says it runs without gradients (``@torch.no_grad()`` on forward or on the
-    class, ``with torch.inference_mode():`` around every return); None when it does not."""
+    """How forward says it runs without gradients (``@torch.no_grad()`` on forward, ``with
+    torch.inference_mode():`` around every return); None when it does not. Not a decorator on
+    the class: ``@torch.no_grad()`` turns a class into a function (checked on torch 2.13), which
+    has no ``.apply`` at all."""
     forward = model.forward
     if forward is None:
         return None
-    for decorator in list(model.parsed.node.decorators) + list(forward.node.decorators):
+    for decorator in forward.node.decorators:
         written = _no_grad_call(decorator.decorator, model)
         if written is not None:
             return f"@{written}"
