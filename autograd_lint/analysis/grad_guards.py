@@ -193,8 +193,9 @@ class _ForwardReader:
             for n in all_nodes(node))
 
     def kept_if_needed(self, value: cst.BaseExpression, visiting: frozenset[str] = frozenset()) -> bool:
-        """``value`` is None unless a gradient is needed: ``x if w.requires_grad else None``, or
-        a local bound to None and, under such a test, to a tensor."""
+        """``value`` is None unless a gradient is needed: ``x if w.requires_grad else None``, a
+        local bound to None and, under such a test, to a tensor, or a name set to None under
+        such a test (``if not ctx.needs_input_grad[1]: x = None``)."""
         if isinstance(value, cst.IfExp):
             return self.asks(value.test) and (is_none(value.body) or is_none(value.orelse))
         if not isinstance(value, cst.Name) or value.value in visiting:
@@ -203,8 +204,11 @@ class _ForwardReader:
                     if isinstance(target, cst.Name) and target.value == value.value]
         if any(bound is not None and self.kept_if_needed(bound, visiting | {value.value}) for _, bound in bindings):
             return True
+        # `if not ctx.needs_input_grad[1]: x = None`: None only on one side of the test;
+        # `x_saved = None` then `if w.requires_grad: x_saved = x`: the tensor only on one side.
+        guarded = [bound for target, bound in bindings if self.under_guard(target)]
         has_none = any(is_none(bound) for _, bound in bindings)
-        return has_none and any(not is_none(bound) and self.under_guard(target) for target, bound in bindings)
+        return any(is_none(bound) for bound in guarded) or (has_none and any(not is_none(b) for b in guarded))
 
     def under_guard(self, node: cst.CSTNode) -> bool:
         """``node`` runs only on one side of an ``if`` whose test asks about gradients."""

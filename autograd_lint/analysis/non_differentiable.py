@@ -48,24 +48,55 @@ _LITERALS = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.Concat
 
 
 def all_outputs_non_differentiable(model: FunctionModel) -> bool:
-    """Every value forward returns is marked non-differentiable or is not a tensor."""
+    """Every value forward returns is marked non-differentiable, an integer or boolean tensor,
+    or not a tensor."""
     forward = model.forward
     if forward is None or not forward.returns:
         return False
+    if _every_output(model, forward, lambda _value: False):
+        return True
+    return model.style == "new" and _new_style_all_marked(model, forward)
+
+
+# Names real code gives the index tensors a Function returns (mmcv's NMS `inds`, MoE routing's
+# `expert_ids`, `sorted_idx`): a heuristic, used only to lower a severity.
+_INDEX_OUTPUT_NAME = re.compile(r"^(\w+_)?(inds|indices|idx|idxs|index|ids|perm)$")
+
+
+def index_named_outputs(model: FunctionModel) -> list[str]:
+    """The names of the outputs, when every output the model cannot prove non-differentiable is
+    a name real code gives index tensors (``inds = ext_module.nms(...)``: an extension fills
+    it, so its dtype cannot be read); [] otherwise. A guess from names: a rule may lower its
+    severity on it, never conclude."""
+    forward = model.forward
+    if forward is None or not forward.returns:
+        return []
+    guessed: list[str] = []
+
+    def index_named(value: cst.BaseExpression) -> bool:
+        if isinstance(value, cst.Name) and _INDEX_OUTPUT_NAME.match(value.value):
+            guessed.append(value.value)
+            return True
+        return False
+
+    return sorted(set(guessed)) if _every_output(model, forward, index_named) and guessed else []
+
+
+def _every_output(model: FunctionModel, forward: Method, also: Callable[[cst.BaseExpression], bool]) -> bool:
+    """Every value forward returns, on every return, needs no gradient (or passes ``also``)."""
     marked = _marked_names(forward, model.ctx_names(forward)) if model.style != "new" else set()
     judge = model.judge(forward)
     integers = IntegerJudge(forward, model.qualify)
-    every_output_needs_none = True
     for ret in forward.returns:
         value = ret.value
         if isinstance(value, cst.Tuple):
-            if not all(_element_needs_no_grad(e, marked, judge, integers) for e in value.elements):
-                every_output_needs_none = False
-        elif not _value_needs_no_grad(value, marked, judge, integers):
-            every_output_needs_none = False
-    if every_output_needs_none:
-        return True
-    return model.style == "new" and _new_style_all_marked(model, forward)
+            for element in value.elements:
+                if not (_element_needs_no_grad(element, marked, judge, integers)
+                        or (not isinstance(element, cst.StarredElement) and also(element.value))):
+                    return False
+        elif not (_value_needs_no_grad(value, marked, judge, integers) or (value is not None and also(value))):
+            return False
+    return True
 
 
 def _element_needs_no_grad(element: cst.BaseElement, marked: set[str], judge: TensorJudge,
@@ -121,6 +152,12 @@ _INTEGER_DTYPES = frozenset(
     {"int", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "long", "short",
      "bool", "uint1"}
 )
+# Tensor methods whose result has the receiver's dtype (views, copies, moves between devices).
+_KEEPS_DTYPE = frozenset(
+    {"view", "reshape", "flatten", "squeeze", "unsqueeze", "contiguous", "clone", "detach", "cpu", "cuda",
+     "t", "transpose", "permute", "expand", "expand_as", "repeat", "flip", "narrow", "select",
+     "index_select", "gather", "masked_select", "unflatten", "movedim"}
+)
 _INTEGER_OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo, cst.BitAnd,
                       cst.BitOr, cst.BitXor, cst.LeftShift, cst.RightShift)
 
@@ -152,16 +189,20 @@ class IntegerJudge:
             return self.certain(node.expression, visiting)
         if isinstance(node, cst.Attribute) and node.attr.value == "indices":
             return self._values_and_indices(node.value)
-        if isinstance(node, cst.Subscript) and constant_index(node) == 1:
-            return self._values_and_indices(node.value)
+        if isinstance(node, cst.Subscript):
+            # `x.topk(k)[1]`; and indexing keeps the dtype: `valid_inds[inds]`, `ids[:n]`
+            return (constant_index(node) == 1 and self._values_and_indices(node.value)) or self.certain(
+                node.value, visiting)
         if isinstance(node, cst.Call):
-            return self._call(node)
+            return self._call(node, visiting)
         return False
 
-    def _call(self, call: cst.Call) -> bool:
+    def _call(self, call: cst.Call, visiting: frozenset[str] = frozenset()) -> bool:
         name = _op_name(call)
         if name is None:
             return False
+        if isinstance(call.func, cst.Attribute) and name in _KEEPS_DTYPE:
+            return self.certain(call.func.value, visiting)  # `ids.view(-1)`, `inds.cpu()`
         if isinstance(call.func, cst.Attribute) and name in ("to", "type"):
             dtype = call_keyword(call, "dtype")
             first = positional_args(call)[:1]
