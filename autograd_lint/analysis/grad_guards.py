@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from autograd_lint.analysis.syntax import all_nodes, constant_index, is_ctx_attr, is_none, names_read
+from autograd_lint.analysis.syntax import all_nodes, constant_index, is_ctx_attr, is_none, names_read, target_names
 
 if TYPE_CHECKING:
     from autograd_lint.analysis.class_model import FunctionModel, Method
@@ -105,9 +105,9 @@ class GradGuards:
             for target, value in self.backward.binding_sites:
                 if value is None or not self.asks(value):
                     continue
-                for node in all_nodes(target):
-                    if isinstance(node, cst.Name) and node.value not in names:
-                        names.add(node.value)
+                for name in target_names(target):  # names bound, not `ctx` of `ctx.flag = ...`
+                    if name not in names:
+                        names.add(name)
                         grown = True
         return names
 
