@@ -100,7 +100,7 @@ class ModuleAnalysis:
         return self.finding(code, Span(whole.line, whole.column, name.end_line, name.end_column), message, model, method,
                             severity)
 
-    def at_class(self, code: str, model: FunctionModel, message: str) -> Finding:
+    def at_class(self, code: str, model: FunctionModel, message: str, severity: str = "") -> Finding:
         node = model.info.node
         return self.finding(code, Span(node.lineno, node.col_offset + 1, node.lineno, node.col_offset + 1),
-                            message, model)
+                            message, model, severity=severity)

@@ -10,10 +10,12 @@ from __future__ import annotations
 from typing import Iterator
 
 from autograd_lint.analysis.class_model import METHOD_NAMES
+from autograd_lint.analysis.intent import only_raises
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.findings import Finding
 
 CODE = "AGL103"
+_DERIVATIVES = ("backward", "jvp", "vjp")
 
 
 def check(module: ModuleAnalysis) -> Iterator[Finding]:
@@ -35,5 +37,8 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
             continue
         for name in METHOD_NAMES:
             method = model.own(name)
-            if method is not None and not (method.is_static or method.is_classmethod):
-                yield module.at_def(CODE, model, method, f"{name} of a Function class must be a @staticmethod")
+            if method is None or method.is_static or method.is_classmethod:
+                continue
+            if name in _DERIVATIVES and only_raises(method):
+                continue  # `raise NotImplementedError`: it never runs anything that could go wrong
+            yield module.at_def(CODE, model, method, f"{name} of a Function class must be a @staticmethod")

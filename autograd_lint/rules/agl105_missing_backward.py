@@ -6,9 +6,11 @@ import re
 from typing import Iterator
 
 from autograd_lint.analysis.class_model import FunctionModel
+from autograd_lint.analysis.intent import inference_only_marker
+from autograd_lint.analysis.non_differentiable import index_named_outputs
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.findings import Finding
-from autograd_lint.rules._common import raises_only
+from autograd_lint.rules._common import all_outputs_non_differentiable, raises_only
 
 CODE = "AGL105"
 
@@ -32,6 +34,29 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
         if "symbolic" in members:
             continue  # an ONNX export stub: `symbolic` is all it is for
         if _is_namespace(model, module):
+            continue
+        if all_outputs_non_differentiable(model):
+            continue  # integer indices, marked or non-tensor outputs: no gradient can reach it
+        indices = index_named_outputs(model)
+        if indices:
+            yield module.at_class(
+                CODE, model,
+                f"{model.name} defines forward but no backward (or vjp); its outputs look like "
+                f"indices ({', '.join(indices)}), which never get a gradient if they are integer "
+                f"tensors, but their dtype could not be read: if one is a float tensor that needs a "
+                f"gradient, backward raises 'You must implement either the backward or vjp method'",
+                severity="info",
+            )
+            continue
+        marker = inference_only_marker(model)
+        if marker is not None:
+            yield module.at_class(
+                CODE, model,
+                f"{model.name} defines forward but no backward (or vjp); its forward runs under "
+                f"{marker}, so it looks meant for inference only: if a caller ever differentiates "
+                f"through it, backward raises 'You must implement either the backward or vjp method'",
+                severity="info",
+            )
             continue
         yield module.at_class(
             CODE, model,

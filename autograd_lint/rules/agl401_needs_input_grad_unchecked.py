@@ -7,8 +7,9 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from autograd_lint.analysis.class_model import FunctionModel, Method
+from autograd_lint.analysis.grad_guards import GradGuards
 from autograd_lint.analysis.module import ModuleAnalysis
-from autograd_lint.analysis.syntax import all_nodes, code_children, dotted, is_ctx_attr, last_name, names_read
+from autograd_lint.analysis.syntax import all_nodes, code_children, dotted, last_name
 from autograd_lint.analysis.tensorness import Tensorness
 from autograd_lint.findings import Finding
 
@@ -30,11 +31,11 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
             continue
         if model.provenance.gradient_inputs() <= 1:
             continue  # backward runs only when that one input needs its gradient: nothing to skip
-        guard_names = _guard_names(model, backward)
-        if _returns_early_on_guard(backward, model, guard_names):
+        guards = GradGuards(model, backward)
+        if _returns_early_on_guard(backward, guards):
             continue
         gradient_exprs = _per_input_gradient_expressions(backward)
-        unguarded = _unguarded_costly_nodes(backward, model, guard_names)
+        unguarded = _unguarded_costly_nodes(backward, model, guards)
         if any(id(node) in gradient_exprs for node in unguarded):
             yield module.at_def(
                 CODE, model, backward,
@@ -43,42 +44,23 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
             )
 
 
-def _guard_names(model: FunctionModel, backward: Method) -> set[str]:
-    """Names bound from ctx.needs_input_grad (`a, b, _ = ctx.needs_input_grad`, `need_x = ...[0]`)."""
-    names = set()
-    for node in backward.nodes:
-        if isinstance(node, cst.Assign) and _mentions_guard(node.value, model, backward, set()):
-            for target in node.targets:
-                names |= {n.value for n in all_nodes(target.target) if isinstance(n, cst.Name)}
-    return names
-
-
-def _mentions_guard(node: cst.CSTNode, model: FunctionModel, backward: Method, guard_names: set[str]) -> bool:
-    ctx_names = model.ctx_names(backward)
-    return any(is_ctx_attr(n, ctx_names, "needs_input_grad") for n in all_nodes(node)) or bool(
-        names_read(node) & guard_names
-    )
-
-
-def _returns_early_on_guard(backward: Method, model: FunctionModel, guard_names: set[str]) -> bool:
+def _returns_early_on_guard(backward: Method, guards: GradGuards) -> bool:
     for statement in backward.node.body.body:
-        if isinstance(statement, cst.If) and _mentions_guard(statement.test, model, backward, guard_names):
+        if isinstance(statement, cst.If) and guards.asks(statement.test):
             if any(isinstance(n, cst.Return) for n in all_nodes(statement.body)):
                 return True
     return False
 
 
-def _unguarded_costly_nodes(backward: Method, model: FunctionModel, guard_names: set[str]) -> list[cst.CSTNode]:
+def _unguarded_costly_nodes(backward: Method, model: FunctionModel, guards: GradGuards) -> list[cst.CSTNode]:
     found: list[cst.CSTNode] = []
 
     def visit(node: cst.CSTNode, guarded: bool) -> None:
         if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) and node is not backward.node:
             return
-        if isinstance(node, (cst.If, cst.While)) and _mentions_guard(node.test, model, backward, guard_names):
+        if isinstance(node, (cst.If, cst.While, cst.IfExp)) and guards.asks(node.test):
             guarded = True
-        if isinstance(node, cst.IfExp) and _mentions_guard(node.test, model, backward, guard_names):
-            guarded = True
-        if isinstance(node, cst.BooleanOperation) and _mentions_guard(node.left, model, backward, guard_names):
+        if isinstance(node, cst.BooleanOperation) and guards.asks(node.left):
             guarded = True
         if not guarded and _is_costly(node, model):
             found.append(node)
