@@ -14,8 +14,11 @@ from autograd_lint.analysis.tensorness import Tensorness
 from autograd_lint.findings import Finding
 
 CODE = "AGL401"
+# Products whose cost grows faster than the gradient they read. A matrix-vector product (`mv`,
+# `addmv`) reads its matrix once, the cost of an elementwise op on it, which the rule leaves alone
+# (flag-gems' Outer: each gradient one `mv`, the cost of forward itself).
 COSTLY_CALLS = frozenset(
-    {"mm", "bmm", "matmul", "einsum", "linear", "addmm", "baddbmm", "addbmm", "addmv", "mv",
+    {"mm", "bmm", "matmul", "einsum", "linear", "addmm", "baddbmm", "addbmm",
      "tensordot", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
      "conv_transpose3d", "conv1d_input", "conv1d_weight", "conv2d_input", "conv2d_weight",
      "conv3d_input", "conv3d_weight"}
