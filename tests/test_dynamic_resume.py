@@ -87,3 +87,54 @@ def test_one_interpreter_per_module_resumes_after_a_hang_too(tmp_path):
     assert [(entry["function_class"], entry["status"]) for entry in report["functions"]] == [
         ("A", "checked"), ("B", "timed-out"), ("C", "checked")]
     assert [(f["function_class"], f["code"]) for f in findings] == [("C", "AGL901")]
+
+
+def _class(name: str, line: int, stage: str = "done") -> dict:
+    entry = {"name": name, "qualname": name, "line": line, "column": 1, "inputs": None, "reason": "",
+             "runtime_findings": [], "ran": [], "skipped": [], "stage": stage}
+    if stage != "checking":
+        entry["seconds"] = 0.1
+    return entry
+
+
+def test_a_module_is_resumed_until_it_finishes_or_hangs_too_often():
+    from autograd_lint.dynamic.runner import MAX_TIMEOUTS_PER_MODULE, ChildAnswer, ModuleAnswer
+
+    answer = ModuleAnswer("ops.py")
+    hung = ChildAnswer(True, [_class("A", 3), _class("B", 9, "checking")], {}, "timed out after 5 s", "timed-out")
+    assert answer.absorb(hung)
+    assert answer.skip() == [("A", 3), ("B", 9)]
+    assert (answer.classes[1]["status"], answer.classes[1]["broke_child"]) == ("timed-out", True)
+    # A class whose checks finished, then hung while its static findings were confirmed: its
+    # checks stand, and the child after it goes on.
+    confirming = ChildAnswer(True, [_class("C", 15, "confirming")], {}, "timed out after 5 s", "timed-out")
+    assert answer.absorb(confirming)
+    assert "broke_child" not in answer.classes[2] and answer.classes[2]["confirm_failure"] == "timed out after 5 s"
+    assert not answer.absorb(ChildAnswer(True, [_class("D", 20)]))  # finished: no failure left
+    assert (answer.failure, answer.status) == ("", "")
+    # Each timeout costs a whole limit: after MAX_TIMEOUTS_PER_MODULE, the rest are not reached.
+    again = ModuleAnswer("ops.py")
+    for number in range(MAX_TIMEOUTS_PER_MODULE):
+        resumed = again.absorb(ChildAnswer(True, [_class(f"K{number}", number + 1, "checking")], {},
+                                           "timed out after 5 s", "timed-out"))
+    assert not resumed and again.failure.startswith(f"not resumed: {MAX_TIMEOUTS_PER_MODULE} of this module's")
+
+
+def test_classes_a_broken_child_did_not_reach_say_so(tmp_path):
+    from autograd_lint.dynamic.runner import ChildAnswer, ModuleAnswer, _function_entries
+    from autograd_lint.pipeline import FileResult
+
+    source = tmp_path / "ops.py"
+    source.write_text("import torch\n\n\nclass A(torch.autograd.Function):\n    pass\n\n\n"
+                      "class B(torch.autograd.Function):\n    pass\n", encoding="utf-8")
+    result = FileResult(str(source), function_classes=2, function_class_sites=[("A", 4), ("B", 8)])
+    answer = ModuleAnswer(str(source))
+    assert answer.absorb(ChildAnswer(True, [_class("A", 4, "checking")], {}, "the module crashed the interpreter "
+                                     "(SIGSEGV)", "crashed"))
+    assert not answer.absorb(ChildAnswer(False, [], {}, "failed to import: OSError: lock held", "import-failed"))
+    entries = [(entry["function_class"], entry["status"], entry["reason"])
+               for entry in _function_entries(result, answer, [])]
+    assert entries == [
+        ("A", "crashed", "the module crashed the interpreter (SIGSEGV) while this class was checked"),
+        ("B", "not-reached", "not reached: the module's child stopped first (failed to import: OSError: lock held)"),
+    ]

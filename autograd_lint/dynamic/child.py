@@ -2,8 +2,9 @@
 
 REQUEST is a JSON file written by the runner (the module, its static findings, the call-site files,
 the config's examples, the device, and the classes to ``skip``); RESULT is where this process
-writes its answer, rewritten as each class starts and ends (``stage``), so that a module that
-later hangs or crashes still reports what was done and which class it was on. The runner then
+writes its answer, rewritten after each class, and RESULT.progress says which class it is on and
+at which stage (``progress_path``), so that a module that later hangs or crashes still reports
+what was done and which class it was on. The runner then
 starts a fresh child for the module's remaining classes, with the done ones and the one that broke
 the child in ``skip`` (``runner``). Each class is checked and its static findings confirmed in one
 go, so that a resumed child never redoes a class.
@@ -100,13 +101,16 @@ def main(argv: list[str]) -> int:
     spans = {cls: _source_span(cls) for cls in classes}
     owners = [_owner(finding, classes, spans) for finding in request.get("findings", [])]
     confirm = _load_confirm()
+    # Which class this child is on, and at which stage, goes to a small file of its own
+    # (``progress_path``): the result is rewritten whole, so once per class is enough for it.
+    progress = _ResultWriter(progress_path(result_path), {})
     for cls in classes:
         if class_key(cls) in skip:
             continue
         entry = class_entry(cls)
-        entry["stage"] = "checking"  # written now: if this class hangs or crashes, the runner knows
+        progress.result.update(entry=entry, stage="checking")  # if this class hangs or crashes, the runner knows
+        progress.write()
         result["classes"].append(entry)
-        writer.write()
         if "forward" not in _own_or_inherited(cls):
             # Listed, not silently left out: its subclasses (checked on their own) supply forward.
             entry["reason"] = ABSTRACT_BASE
@@ -116,12 +120,20 @@ def main(argv: list[str]) -> int:
             inputs = check_class(cls, module, request, device, entry)
         entry["stage"] = "confirming"
         writer.write()
+        progress.result.update(entry={"name": entry["name"], "qualname": entry["qualname"], "line": entry["line"]},
+                               stage="confirming")
+        progress.write()
+        confirmed = False
         for index, owner in enumerate(owners):
             if owner is cls:
                 result["confirmations"][str(index)] = _confirm_one(
                     request["findings"][index], cls, inputs, confirm, device)
-        entry["stage"] = "done"
-        writer.write()
+                confirmed = True
+        entry["stage"] = "done"  # (in the result file at its next writing: the progress file says it now)
+        if confirmed:
+            writer.write()
+        progress.result["stage"] = "done"
+        progress.write()
 
     for index, owner in enumerate(owners):  # the findings of no class of this module: nothing runs
         if owner is None:
@@ -129,6 +141,13 @@ def main(argv: list[str]) -> int:
     result["done"] = True
     writer.write()
     return 0
+
+
+def progress_path(result_path: str) -> str:
+    """``{"entry": the class's entry (or its name, qualname and line), "stage": "checking",
+    "confirming" or "done"}``: the class this child is on. Every class of the result file before
+    it is done."""
+    return result_path + ".progress"
 
 
 def class_key(cls: type) -> tuple[str, int]:

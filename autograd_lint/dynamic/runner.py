@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
-from autograd_lint.dynamic.child import ABSTRACT_BASE
+from autograd_lint.dynamic.child import ABSTRACT_BASE, progress_path
 from autograd_lint.dynamic.dedupe import Merge, RuntimeResult, merge_explained, merged_line
 from autograd_lint.dynamic.processes import Ending, Job, Launcher
 from autograd_lint.dynamic.progress import module_progress
@@ -327,17 +327,34 @@ def _job(result, options: DynamicOptions, call_site_files: list[str], scratch: s
     return Job(number, request_path, result_path, workdir, options.timeout)
 
 
+def _with_stages(classes: list[dict], progress: dict) -> list[dict]:
+    """The result file's classes, each at the stage the progress file gives the last one: every
+    class before it is done; a class still being checked is not in the result file yet."""
+    current = progress.get("entry") or {}
+    key = (current.get("qualname"), current.get("line"))
+    for entry in classes:
+        entry["stage"] = progress["stage"] if (entry["qualname"], entry["line"]) == key else "done"
+    if progress.get("stage") == "checking" and key not in [(entry["qualname"], entry["line"]) for entry in classes]:
+        classes.append({**current, "stage": "checking"})
+    return classes
+
+
+def _read_json(path: str) -> dict:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def _child_answer(job: Job, ending: Ending) -> ChildAnswer:
     """What one child wrote, and how it ended: the process's fate outranks what its file says."""
     answer = ChildAnswer()
-    try:
-        with open(job.result, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError):
-        data = {}
+    data = _read_json(job.result)
     if data.get("import") == "ok":
         answer.imported = True
-        answer.classes = data.get("classes", [])
+        answer.classes = _with_stages(data.get("classes", []), _read_json(progress_path(job.result)))
         answer.confirmations = {int(index): (value[0], value[1])
                                 for index, value in data.get("confirmations", {}).items()}
     if ending.status:
