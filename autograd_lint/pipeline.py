@@ -39,6 +39,9 @@ class FileResult:
     path: str
     findings: list[Finding] = field(default_factory=list)
     function_classes: int = 0
+    # (name, line of the `class` statement) of each Function class the static scan found, nested
+    # and conditional ones included: ``--dynamic`` accounts for every one of them.
+    function_class_sites: list[tuple[str, int]] = field(default_factory=list)
     # "path: what went wrong" for failures of the linter itself (a rule crashing on this file).
     internal_errors: list[str] = field(default_factory=list)
 
@@ -120,6 +123,7 @@ def _lint_analysable(source: SourceFile, codes: frozenset[str], project: Project
         result.internal_errors.append(f"{path}: analysis failed: {_short_traceback()}")
         return result
     result.function_classes = len(module.classes)
+    result.function_class_sites = [(info.name, info.line) for info in module.index.function_classes]
     # The rules.
     findings: list[Finding] = []
     for code, check in RULE_CHECKS.items():

@@ -42,8 +42,17 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+# ``--dynamic``'s limit per child in the tests that do not test the limit itself: many times what
+# a module takes (a second or so; tens on two busy cores), so that no test fails on a slow
+# machine. The timeout path is tested with modules that hang for sure (tests/test_dynamic_resume.py).
+WIDE_DYNAMIC_TIMEOUT = "300"
+
+
 def run_cli(*args: str, cwd: Path, env: dict | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
-    """Run ``python -m autograd_lint ARGS`` as a user would, from ``cwd``."""
+    """Run ``python -m autograd_lint ARGS`` as a user would, from ``cwd`` (``--dynamic`` with a
+    wide limit per child unless ARGS or the project's config set one)."""
+    if "--dynamic" in args and "--dynamic-timeout" not in args and not _config_sets_timeout(cwd):
+        args = ("--dynamic-timeout", WIDE_DYNAMIC_TIMEOUT, *args)
     environment = {**os.environ, **(env or {})}
     environment["PYTHONPATH"] = os.pathsep.join(
         [str(REPO_ROOT), *filter(None, [environment.get("PYTHONPATH")])]
@@ -56,6 +65,11 @@ def run_cli(*args: str, cwd: Path, env: dict | None = None, timeout: float = 60)
         text=True,
         timeout=timeout,
     )
+
+
+def _config_sets_timeout(cwd: Path) -> bool:
+    config = Path(cwd) / "pyproject.toml"
+    return config.is_file() and re.search(r"^timeout\s*=", config.read_text(encoding="utf-8"), re.MULTILINE) is not None
 
 
 def run_in_process(*args: str, cwd: Path) -> subprocess.CompletedProcess:

@@ -367,13 +367,21 @@ def docstring_hint(cls: type) -> str:
     return match.group(0) if match else ""
 
 
-def nonlinearity(cls: type, make_inputs: Callable[[], tuple], names: list[str]) -> Optional[str]:
+def nonlinearity(cls: type, make_inputs: Callable[[], tuple], names: list[str],
+                 computes_in_float32: bool = False) -> Optional[str]:
     """How backward fails ``backward(a*g1 + b*g2) == a*backward(g1) + b*backward(g2)``, or None.
     Each call on fresh, identical inputs (a backward may consume its ctx); None too when backward
-    raises or is not repeatable (random): then linearity cannot be judged."""
+    raises or is not repeatable (random): then linearity cannot be judged.
+
+    The tolerance is that of the coarsest dtype in play: forward's outputs (their gradients are
+    that dtype, and backward computes in it even when it returns float64), backward's results,
+    and float32 when gradcheck found that forward computes in float32 (``computes_in_float32``).
+    An exactly linear float32 backward differs from the combination by rounding, about 1e-7."""
     shapes = _gradient_shapes(cls, make_inputs)
     if shapes is None:
         return None
+    coarsest = max([torch.finfo(spec[1]).eps for spec in shapes if spec is not None]
+                   + ([torch.finfo(torch.float32).eps] if computes_in_float32 else []))
     generator = torch.Generator().manual_seed(20240519)
     g1 = [None if spec is None else torch.randn(spec[0], dtype=spec[1], generator=generator) for spec in shapes]
     g2 = [None if spec is None else torch.randn(spec[0], dtype=spec[1], generator=generator) for spec in shapes]
@@ -392,7 +400,8 @@ def nonlinearity(cls: type, make_inputs: Callable[[], tuple], names: list[str]) 
         expected = a * r1.double() + b * r2.double()
         error = (rc.double() - expected).abs()
         scale = float(expected.abs().max()) + float(r1.abs().max()) + float(r2.abs().max()) + 1.0
-        tolerance = max(1e-9, 100 * torch.finfo(rc.dtype).eps) * scale
+        eps = max(coarsest, *(torch.finfo(value.dtype).eps for value in (r1, r2, rc)))
+        tolerance = max(1e-9, 100 * eps) * scale
         if float(error.max()) > tolerance:
             return (f"backward is not linear in its gradient: for signed gradients g1, g2, "
                     f"backward({a}*g1 + {b}*g2) differs from {a}*backward(g1) + {b}*backward(g2) by up to "

@@ -162,7 +162,7 @@ def _run_checks(cls: type, make_inputs: Callable[[], tuple], names: list[str],
     report.ran.append("gradcheck")
     if outcome.by_design is not None:
         message = outcome.by_design.message
-        nonlinear = by_design.nonlinearity(cls, make_inputs, names)
+        nonlinear = by_design.nonlinearity(cls, make_inputs, names, outcome.tolerances is not PRECISE)
         report.ran.append("linearity")
         if nonlinear:
             message += f"; {nonlinear}"
@@ -173,7 +173,7 @@ def _run_checks(cls: type, make_inputs: Callable[[], tuple], names: list[str],
         report.findings.append(RuntimeFinding("AGL901", outcome.message))
         report.skipped.append("gradgradcheck: gradcheck failed")
         return report
-    nonlinear = by_design.nonlinearity(cls, make_inputs, names)
+    nonlinear = by_design.nonlinearity(cls, make_inputs, names, outcome.tolerances is not PRECISE)
     report.ran.append("linearity")
     if nonlinear:
         kind = by_design.known_modifier(cls, make_inputs, differentiable_outputs(cls))

@@ -1,13 +1,20 @@
 """One module's dynamic pass, in its own process: ``python -m autograd_lint.dynamic.child REQUEST RESULT``.
 
 REQUEST is a JSON file written by the runner (the module, its static findings, the call-site files,
-the config's examples, the device); RESULT is where this process writes its answer, rewritten
-after every class so that a module that later hangs or crashes still reports what was done.
+the config's examples, the device, and the classes to ``skip``); RESULT is where this process
+writes its answer, rewritten after each class, and RESULT.progress says which class it is on and
+at which stage (``progress_path``), so that a module that later hangs or crashes still reports
+what was done and which class it was on. The runner then
+starts a fresh child for the module's remaining classes, with the done ones and the one that broke
+the child in ``skip`` (``runner``). Each class is checked and its static findings confirmed in one
+go, so that a resumed child never redoes a class.
 The user's code may print anything to stdout/stderr: the protocol goes through the file only.
 """
 
 from __future__ import annotations
 
+import ast
+import gc
 import importlib
 import importlib.util
 import inspect
@@ -41,7 +48,12 @@ def _build_inputs(cls: type, module: Any, request: dict, entry: dict) -> ClassIn
                                 request.get("config_examples", {}), request["module_path"], "cpu",
                                 use_declared=request.get("use_declared", True),
                                 project_root=request.get("project_root", ""))
-    except BaseException as error:  # noqa: B036 - a forward calling sys.exit, for one
+    except SystemExit as exit_:  # forward (or __init__ of an argument) ended the process: say so
+        entry["reason"] = (f"its code {exit_call(exit_)} while its inputs were built (SystemExit: it would "
+                           "end the process of whoever calls it)")
+        entry["exited"] = True
+        return ClassInputs(reason=entry["reason"])
+    except BaseException as error:  # noqa: B036 - the user's code can raise anything
         entry["reason"] = f"building inputs raised {type(error).__name__}: {_first_line(error)}"
         return ClassInputs(reason=entry["reason"])
     if outcome.chosen is None:
@@ -72,7 +84,7 @@ def main(argv: list[str]) -> int:
     try:
         module = import_module(request["module_path"], request["project_root"])
     except SystemExit as exit_:
-        result["reason"] = f"called sys.exit({exit_.code!r}) on import"
+        result["reason"] = f"{exit_call(exit_)} on import"
         writer.write()
         return 0
     except BaseException as error:  # noqa: B036 - the user's import can raise anything
@@ -83,30 +95,88 @@ def main(argv: list[str]) -> int:
     result["device"] = device
     writer.write()
 
+    gc.collect()  # a class whose name was bound again (a second `class F`) is gone, every time
     classes = function_classes(module)
-    inputs_by_class: dict[str, ClassInputs] = {}
-    by_name = {}
+    skip = {tuple(key) for key in request.get("skip", [])}  # done by an earlier child, or broke it
+    spans = {cls: _source_span(cls) for cls in classes}
+    owners = [_owner(finding, classes, spans) for finding in request.get("findings", [])]
+    confirm = _load_confirm()
+    # Which class this child is on, and at which stage, goes to a small file of its own
+    # (``progress_path``): the result is rewritten whole, so once per class is enough for it.
+    progress = _ResultWriter(progress_path(result_path), {})
     for cls in classes:
+        if class_key(cls) in skip:
+            continue
         entry = class_entry(cls)
+        progress.result.update(entry=entry, stage="checking")  # if this class hangs or crashes, the runner knows
+        progress.write()
         result["classes"].append(entry)
-        by_name.setdefault(cls.__name__, cls)
-        by_name.setdefault(cls.__qualname__, cls)
         if "forward" not in _own_or_inherited(cls):
             # Listed, not silently left out: its subclasses (checked on their own) supply forward.
             entry["reason"] = ABSTRACT_BASE
             entry["seconds"] = 0.0
-            inputs_by_class[cls.__name__] = ClassInputs(reason=ABSTRACT_BASE)
+            inputs = ClassInputs(reason=ABSTRACT_BASE)
         else:
-            inputs_by_class[cls.__name__] = check_class(cls, module, request, device, entry)
+            inputs = check_class(cls, module, request, device, entry)
+        entry["stage"] = "confirming"
         writer.write()
+        progress.result.update(entry={"name": entry["name"], "qualname": entry["qualname"], "line": entry["line"]},
+                               stage="confirming")
+        progress.write()
+        confirmed = False
+        for index, owner in enumerate(owners):
+            if owner is cls:
+                result["confirmations"][str(index)] = _confirm_one(
+                    request["findings"][index], cls, inputs, confirm, device)
+                confirmed = True
+        entry["stage"] = "done"  # (in the result file at its next writing: the progress file says it now)
+        if confirmed:
+            writer.write()
+        progress.result["stage"] = "done"
+        progress.write()
 
-    confirm = _load_confirm()
-    for index, finding in enumerate(request.get("findings", [])):
-        result["confirmations"][str(index)] = _confirm_one(finding, by_name, inputs_by_class, confirm, device)
-    writer.write()
+    for index, owner in enumerate(owners):  # the findings of no class of this module: nothing runs
+        if owner is None:
+            result["confirmations"][str(index)] = _confirm_one(request["findings"][index], None, None, confirm, device)
     result["done"] = True
     writer.write()
     return 0
+
+
+def progress_path(result_path: str) -> str:
+    """``{"entry": the class's entry (or its name, qualname and line), "stage": "checking",
+    "confirming" or "done"}``: the class this child is on. Every class of the result file before
+    it is done."""
+    return result_path + ".progress"
+
+
+def class_key(cls: type) -> tuple[str, int]:
+    """How the runner names a class across children: qualified name and source line."""
+    return cls.__qualname__, _source_line(cls) or 1
+
+
+def _source_span(cls: type) -> tuple[int, int]:
+    """First and last source line of ``cls`` ((0, 0) when its source cannot be read)."""
+    node = class_node(cls)
+    if node is not None:
+        return node.lineno, node.end_lineno or node.lineno
+    try:
+        lines, start = inspect.getsourcelines(cls)
+    except (OSError, TypeError, IndexError):
+        return 0, 0
+    return start, start + len(lines) - 1
+
+
+def _owner(finding: dict, classes: list[type], spans: dict) -> Optional[type]:
+    """The class a static finding is about: named as the finding names it, the one whose source
+    holds the finding's line when two classes share the name, else the first of that name."""
+    name = finding.get("function_class")
+    if not name or finding.get("code") == "AGL000":
+        return None
+    named = [cls for cls in classes if name in (cls.__name__, cls.__qualname__)]
+    line = finding.get("line") or 0
+    around = [cls for cls in named if spans[cls][0] <= line <= spans[cls][1]]
+    return (around or named or [None])[0]
 
 
 def check_class(cls: type, module: Any, request: dict, device: str, entry: dict) -> ClassInputs:
@@ -192,20 +262,71 @@ def _own_or_inherited(cls: type) -> set[str]:
 
 
 def _source_line(cls: type) -> int:
+    node = class_node(cls)
+    if node is not None:
+        return node.lineno
     try:
         return inspect.getsourcelines(cls)[1]
     except (OSError, TypeError, IndexError):
         return 0
 
 
+_CLASS_STATEMENTS: dict[str, dict[str, list[ast.ClassDef]]] = {}  # file -> class name -> its statements
+
+
+def class_node(cls: type) -> Optional[ast.ClassDef]:
+    """The ``class`` statement that made ``cls``, found from its own methods' code: inspect finds
+    a class by its qualified name, and so gives the first of two classes that share one (``class
+    Scale`` under an ``if`` and again under its ``else``). None when no method of its own was
+    written inside a class statement of that name in its module's file."""
+    filename = getattr(sys.modules.get(cls.__module__), "__file__", None)
+    if not filename:
+        return None
+    lines = []
+    for value in vars(cls).values():
+        code = getattr(getattr(value, "__func__", value), "__code__", None)  # staticmethod, classmethod
+        if code is not None and _same_file(code.co_filename, filename):
+            lines.append(code.co_firstlineno)
+    if not lines:
+        return None
+    statements = _class_statements(filename).get(cls.__name__, [])
+    around = [node for node in statements
+              if any(node.lineno <= line <= (node.end_lineno or node.lineno) for line in lines)]
+    return max(around, key=lambda node: node.lineno, default=None)  # the innermost
+
+
+def _class_statements(filename: str) -> dict[str, list[ast.ClassDef]]:
+    if filename not in _CLASS_STATEMENTS:
+        found: dict[str, list[ast.ClassDef]] = {}
+        try:
+            with open(filename, encoding="utf-8", errors="replace") as handle:
+                tree = ast.parse(handle.read())
+        except (OSError, SyntaxError, ValueError):
+            tree = None
+        for node in ast.walk(tree) if tree is not None else ():
+            if isinstance(node, ast.ClassDef):
+                found.setdefault(node.name, []).append(node)
+        _CLASS_STATEMENTS[filename] = found
+    return _CLASS_STATEMENTS[filename]
+
+
+def _same_file(first: str, second: str) -> bool:
+    try:
+        return first == second or os.path.samefile(first, second)
+    except OSError:
+        return False
+
+
 def class_entry(cls: type) -> dict:
     line = _source_line(cls)
-    column = 1
-    try:
-        lines = inspect.getsourcelines(cls)[0]
-        column = len(lines[0]) - len(lines[0].lstrip()) + 1 if lines else 1
-    except (OSError, TypeError):
-        pass
+    node = class_node(cls)
+    column = node.col_offset + 1 if node is not None else 1
+    if node is None:
+        try:
+            lines = inspect.getsourcelines(cls)[0]
+            column = len(lines[0]) - len(lines[0].lstrip()) + 1 if lines else 1
+        except (OSError, TypeError):
+            pass
     return {"name": cls.__name__, "qualname": cls.__qualname__, "line": line or 1, "column": column,
             "inputs": None, "reason": "", "runtime_findings": [], "ran": [], "skipped": []}
 
@@ -232,6 +353,10 @@ def _run_runtime_checks(cls: type, inputs: Any, device: str, entry: dict) -> Non
             else:
                 found += checks.compare_devices(cpu, checks.run_checks(cls, make_cuda, names, inputs.backward_error))
             entry["ran"].append("cuda")
+    except SystemExit as exit_:
+        entry["skipped"].append(f"checks: the class's code {exit_call(exit_)}, which ends the process")
+        entry["exited"] = True
+        found = []
     except BaseException as error:  # noqa: B036 - the user's code under check can raise anything
         entry["skipped"].append(f"checks raised {type(error).__name__}: {_first_line(error)}")
         found = []
@@ -250,7 +375,7 @@ def _load_confirm() -> Optional[tuple[frozenset, frozenset, Callable]]:
     return CONFIRMABLE_CODES, SHOWN_BY_A_RAISING_FORWARD, confirm_finding
 
 
-def _confirm_one(finding: dict, by_name: dict, inputs_by_class: dict, confirm: Optional[tuple],
+def _confirm_one(finding: dict, cls: Optional[type], inputs: Optional[ClassInputs], confirm: Optional[tuple],
                  device: str) -> list:
     name = finding.get("function_class")
     code = finding.get("code")
@@ -258,10 +383,9 @@ def _confirm_one(finding: dict, by_name: dict, inputs_by_class: dict, confirm: O
         return ["unverified", "the file could not be read or parsed"]
     if not name:
         return ["unverified", "not tied to a Function class"]
-    cls = by_name.get(name)
     if cls is None:
         return ["unverified", f"{name} is not a Function class defined in this module"]
-    inputs: ClassInputs = inputs_by_class.get(cls.__name__) or ClassInputs(reason="could not build inputs")
+    inputs = inputs or ClassInputs(reason="could not build inputs")
     if inputs.chosen is None and not inputs.failures:
         return ["unverified", inputs.reason or "could not build inputs"]
     if confirm is None:
@@ -304,6 +428,8 @@ def _make_inputs_on(chosen: Any, device: str) -> Callable[[], tuple]:
 def _run_confirmer(confirm_finding: Callable, cls: type, make_inputs: Callable[[], tuple], finding: dict) -> list:
     try:
         confirmation, evidence = confirm_finding(cls, make_inputs, finding)
+    except SystemExit as exit_:
+        return ["unverified", f"the class's code {exit_call(exit_)} during the runtime check, which ends the process"]
     except BaseException as error:  # noqa: B036 - "never raises" is a promise we do not bet on
         return ["unverified", f"the runtime check raised {type(error).__name__}: {_first_line(error)}"]
     if confirmation not in ("confirmed", "not-reproduced", "unverified"):
@@ -320,6 +446,12 @@ class _ResultWriter:
         with open(temporary, "w", encoding="utf-8") as handle:
             json.dump(self.result, handle, default=repr)
         os.replace(temporary, self.path)  # the runner never reads a half-written file
+
+
+def exit_call(exit_: SystemExit) -> str:
+    """What the user's code did, said plainly: "called sys.exit(3)", "called exit() or sys.exit()"
+    (``SystemExit: None`` told nobody that forward ends the process)."""
+    return "called exit() or sys.exit()" if exit_.code is None else f"called sys.exit({exit_.code!r})"
 
 
 def _first_line(error: BaseException) -> str:

@@ -6,10 +6,11 @@ Started by the runner (``processes.Launcher``) before the static lint, in the sc
 with the children's environment. It imports torch, runs the child's own check once on a small
 Function of its own (``warm_up``: this loads what the first ``autograd.grad`` and the checks
 load lazily, sympy and ``torch.fx.experimental.symbolic_shapes`` among them, about 1 s), writes
-``{"ready": ...}`` on stdout, and reads one line on stdin, ``{"jobs": FILE, "parallel": N}``
-(end of file: nothing to do). It then forks one child per job of FILE (a JSON list), at most N
-at a time, and writes one line per finished child: ``{"id", "returncode", "timed_out",
-"seconds"}``. What a child found goes, as before, through its result file (``child.main``);
+``{"ready": ...}`` on stdout, and reads lines on stdin, ``{"jobs": FILE, "parallel": N}``, one
+per round of jobs, until end of file. For each, it forks one child per job of FILE (a JSON list),
+at most N at a time, and writes one line per finished child: ``{"id", "returncode", "timed_out",
+"seconds"}``. A round after the first resumes the modules whose child hung or crashed on one
+class, from the next class (``runner``). What a child found goes, as before, through its result file (``child.main``);
 its stderr goes to ``stderr.txt`` in its working directory.
 
 Why an ``os.fork`` server of our own rather than multiprocessing's "forkserver" start method
@@ -108,13 +109,15 @@ def main() -> int:
     gc.freeze()
     if _say({"ready": True, "seconds": round(time.perf_counter() - started, 3)}):
         return 1
-    line = sys.stdin.readline()
-    if not line.strip():  # the runner had no module for us, or is gone
-        return 0
-    order = json.loads(line)
-    with open(order["jobs"], encoding="utf-8") as handle:
-        jobs = json.load(handle)
-    return _serve(jobs, max(1, int(order["parallel"])))
+    while True:
+        line = sys.stdin.readline()
+        if not line.strip():  # the runner has no more rounds for us, or is gone
+            return 0
+        order = json.loads(line)
+        with open(order["jobs"], encoding="utf-8") as handle:
+            jobs = json.load(handle)
+        if _serve(jobs, max(1, int(order["parallel"]))):
+            return 1
 
 
 def _serve(jobs: list[dict], parallel: int) -> int:

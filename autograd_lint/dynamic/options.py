@@ -18,7 +18,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="where --dynamic runs the checks: cpu (default), cuda (also compares with "
                        "the CPU: AGL904), or auto (cuda when a GPU is present)")
     group.add_argument("--dynamic-timeout", metavar="SECONDS", type=_positive_seconds, default=None,
-                       help=f"time limit per module, import included (default: {DEFAULT_TIMEOUT:g})")
+                       help=f"time limit per module's child, import included; after a class that hangs, "
+                       f"the module's remaining classes get a fresh child and the limit again (default: "
+                       f"{DEFAULT_TIMEOUT:g})")
     group.add_argument("--no-declared-examples", action="store_true",
                        help="ignore @example / __autograd_lint_examples__ / config examples: see how far "
                        "inputs from call sites and signatures alone go")
@@ -26,8 +28,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="write a JSON report per Function class (checked or why not, where its "
                        "inputs came from, what ran, seconds) to FILE; schema: docs/dynamic-report.schema.json")
     group.add_argument("--dynamic-require-checked", action="store_true",
-                       help="exit 1 when --dynamic could not check a Function class (no inputs, the module "
-                       "failed to import, timed out or crashed); each one is listed on stderr either way")
+                       help="exit 1 when --dynamic could not check a Function class with gradcheck (no "
+                       "inputs, only partly checked, the module failed to import, the class timed out, "
+                       "crashed or exited, the import did not define it); each one is listed on stderr "
+                       "either way")
 
 
 def _positive_seconds(text: str) -> float:

@@ -42,8 +42,8 @@ class Job:
 @dataclass(frozen=True)
 class Ending:
     """How a child ended: ``status`` "" (it finished: its result file says the rest), "timed-out",
-    "crashed" (a signal, a non-zero exit status, no answer) or "import-failed" (no torch in the
-    fork server); ``reason`` as the user reads it."""
+    "crashed" (a signal, no answer), "exited" (a non-zero exit status) or "import-failed" (no
+    torch in the fork server); ``reason`` as the user reads it."""
 
     status: str = ""
     reason: str = ""
@@ -55,12 +55,19 @@ def fork_server_available() -> bool:
 
 class Launcher:
     """Starts the children of one run. Made before the static lint, so that the fork server
-    imports torch meanwhile; ``run`` once; ``close`` (or the ``with`` block) stops the server."""
+    imports torch meanwhile; ``run`` once per round (the first round checks every module, later
+    ones resume modules whose child broke on one class); ``close`` (or the ``with`` block) stops
+    the server."""
 
     def __init__(self, scratch: str, environment: dict) -> None:
         self.scratch, self.environment = scratch, environment
         self.server: Optional[subprocess.Popen] = None
         self.server_stderr = None
+        self.rounds = 0
+        # None until the server said whether it warmed up; then its "ready" message (not ready:
+        # it cannot serve, and the children start one interpreter each).
+        self.ready: Optional[dict] = None
+        self.messages = None
         if fork_server_available():
             self.server_stderr = open(os.path.join(scratch, "forkserver-stderr.txt"), "wb")  # noqa: SIM115
             self.server = subprocess.Popen(
@@ -68,14 +75,50 @@ class Launcher:
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.server_stderr,
                 start_new_session=True)  # a Ctrl-C reaches the runner, which stops the server
 
-    def run(self, jobs: list[Job], parallel: int, done: Callable[[Job], None]) -> dict[int, Ending]:
+    def run(self, jobs: list[Job], parallel: int, done: Callable[[Job, Ending], None]) -> dict[int, Ending]:
         """Job id -> how its child ended. ``done`` is called once per job as it ends, from this thread."""
         parallel = max(1, min(parallel, len(jobs) or 1))
+        self.rounds += 1
         if jobs and self.server is not None:
-            failures = _through_server(self.server, jobs, parallel, self.scratch, done)
+            failures = self._through_server(jobs, parallel, done)
             if failures is not None:
                 return failures
         return _one_interpreter_each(jobs, parallel, self.environment, done)
+
+    def _through_server(self, jobs: list[Job], parallel: int,
+                        done: Callable[[Job, Ending], None]) -> Optional[dict[int, Ending]]:
+        """None when the server cannot serve (the caller then starts one interpreter each)."""
+        server = self.server
+        if self.messages is None:
+            self.messages = _messages(server)
+            self.ready = next(self.messages(max(SERVER_START_S, max(job.timeout for job in jobs))), None) or {}
+        ready = self.ready or {}
+        if not ready.get("ready"):
+            if ready.get("fatal"):  # no torch: every child would say the same
+                failures = {}
+                for job in jobs:
+                    failures[job.id] = Ending("import-failed", ready["reason"])
+                    done(job, failures[job.id])
+                return failures
+            return None
+        jobs_path = os.path.join(self.scratch, f"jobs-{self.rounds}.json")
+        with open(jobs_path, "w", encoding="utf-8") as handle:
+            json.dump([{"id": job.id, "request": job.request, "result": job.result, "workdir": job.workdir,
+                        "timeout": job.timeout} for job in jobs], handle)
+        try:
+            server.stdin.write((json.dumps({"jobs": jobs_path, "parallel": parallel}) + "\n").encode())
+            server.stdin.flush()
+        except OSError:  # it died after warming up: nothing of this round has run yet
+            self.ready = {"ready": False}
+            return None
+        failures = _served(self.messages, jobs, done)
+        if len(failures) < len(jobs):
+            self.ready = {"ready": False}  # it died or stopped answering: later rounds do without it
+        for job in jobs:  # say so for what it did not finish
+            if job.id not in failures:
+                failures[job.id] = Ending("crashed", "the fork server stopped before this module was checked")
+                done(job, failures[job.id])
+        return failures
 
     def close(self) -> None:
         if self.server is not None:
@@ -95,7 +138,7 @@ def _one_interpreter_each(jobs: list[Job], parallel: int, environment: dict,
         futures = {pool.submit(_spawn, job, environment): job for job in jobs}
         for future, job in futures.items():
             failures[job.id] = future.result()
-            done(job)
+            done(job, failures[job.id])
     return failures
 
 
@@ -134,9 +177,9 @@ def failure(job: Job, returncode: int, timed_out: bool, stderr: Optional[bytes])
         except ValueError:
             name = f"signal {-returncode}"
         return Ending("crashed", f"the module crashed the interpreter ({name})")
-    if returncode != 0:
+    if returncode != 0:  # os._exit(n) in the user's code, or an exception that escaped the child
         last = _last_line(stderr)
-        return Ending("crashed", f"the interpreter exited with status {returncode}" + (f": {last}" if last else ""))
+        return Ending("exited", f"the process exited with status {returncode}" + (f": {last}" if last else ""))
     if not os.path.exists(job.result):
         return Ending("crashed", "the child process gave no answer")
     return Ending()
@@ -149,41 +192,18 @@ def _last_line(stderr: Optional[bytes]) -> str:
 
 # --- the fork server --------------------------------------------------------------------------
 
-def _through_server(server: subprocess.Popen, jobs: list[Job], parallel: int, scratch: str,
-                    done: Callable[[Job], None]) -> Optional[dict[int, Ending]]:
-    """None when the server could not warm up (the caller then starts one interpreter each)."""
-    jobs_path = os.path.join(scratch, "jobs.json")
-    with open(jobs_path, "w", encoding="utf-8") as handle:
-        json.dump([{"id": job.id, "request": job.request, "result": job.result, "workdir": job.workdir,
-                    "timeout": job.timeout} for job in jobs], handle)
+def _served(messages, jobs: list[Job], done: Callable[[Job, Ending], None]) -> dict[int, Ending]:
+    """How the server's children of one round ended, as it says them; the jobs it did not finish
+    are missing (it died, or stopped answering)."""
     by_id = {job.id: job for job in jobs}
     failures: dict[int, Ending] = {}
-    messages = _messages(server)
-    ready = next(messages(max(SERVER_START_S, max(job.timeout for job in jobs))), None)
-    if ready is None or not ready.get("ready"):
-        if ready is not None and ready.get("fatal"):  # no torch: every child would say the same
-            for job in jobs:
-                failures[job.id] = Ending("import-failed", ready["reason"])
-                done(job)
-            return failures
-        return None
-    try:
-        server.stdin.write((json.dumps({"jobs": jobs_path, "parallel": parallel}) + "\n").encode())
-        server.stdin.close()
-    except OSError:
-        return None  # it died after warming up: nothing of the user's code has run yet
-    limit = max(job.timeout for job in jobs) + ANSWER_SLACK_S
-    for message in messages(limit):
+    for message in messages(max(job.timeout for job in jobs) + ANSWER_SLACK_S):
         job = by_id[message["id"]]
         stderr = _read_tail(os.path.join(job.workdir, STDERR_NAME))
         failures[job.id] = failure(job, message["returncode"], message["timed_out"], stderr)
-        done(job)
+        done(job, failures[job.id])
         if len(failures) == len(jobs):
             break
-    for job in jobs:  # the server died or stopped answering: say so for what it did not finish
-        if job.id not in failures:
-            failures[job.id] = Ending("crashed", "the fork server stopped before this module was checked")
-            done(job)
     return failures
 
 

@@ -4,9 +4,12 @@ Never imports torch or the user's code itself. Each module with a Function class
 (``child.main``), forked from the fork server where there is one, else its own interpreter
 (``processes``), with a time limit, in a scratch directory that is also its TMPDIR and the home
 of every cache torch may write (inductor, triton), so nothing lands in the user's tree. A child
-that times out, dies on a signal or exits without an answer leaves its classes not checked and
-its static findings ``unverified``, with the reason; the other modules go on. Every class that
-was not checked is listed, with why (``Outcome.unchecked``).
+that times out, dies on a signal or exits on one class leaves that class not checked (and its
+static findings ``unverified``) with the reason, and the module's remaining classes are checked in
+a fresh child (``ModuleAnswer.absorb``): a hang in one class hides none after it. Every Function
+class the static scan found in a linted module has an entry in the outcome, whatever the import
+did (``_function_entries``); every class that was not checked is listed, with why
+(``Outcome.unchecked``).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
-from autograd_lint.dynamic.child import ABSTRACT_BASE
+from autograd_lint.dynamic.child import ABSTRACT_BASE, progress_path
 from autograd_lint.dynamic.dedupe import Merge, RuntimeResult, merge_explained, merged_line
 from autograd_lint.dynamic.processes import Ending, Job, Launcher
 from autograd_lint.dynamic.progress import module_progress
@@ -78,26 +81,84 @@ def options_from(args, config, jobs: int) -> DynamicOptions:
     )
 
 
+# A module whose classes ran past the time limit this many times is not resumed again: each
+# resumption costs a whole --dynamic-timeout. Its classes not reached yet say so.
+MAX_TIMEOUTS_PER_MODULE = 5
+
+
+@dataclass
+class ChildAnswer:
+    """What one child said about a module (or why it said nothing), with how the child ended."""
+
+    imported: bool = False
+    classes: list[dict] = field(default_factory=list)
+    confirmations: dict[int, tuple[str, str]] = field(default_factory=dict)
+    failure: str = ""  # "" when the child finished
+    status: str = ""  # with a failure: "import-failed", "timed-out", "crashed" or "exited" (STATUSES)
+
+
 @dataclass
 class ModuleAnswer:
-    """What a child said about one module (or why it said nothing)."""
+    """What the children of one module said, together: the first one, then one fresh child per
+    class that hung, crashed or exited, each resuming after it (``absorb``)."""
 
     path: str
     classes: list[dict] = field(default_factory=list)
     confirmations: dict[int, tuple[str, str]] = field(default_factory=dict)
-    failure: str = ""  # "" when the module was imported and every check finished
-    status: str = ""  # with a failure: "import-failed", "timed-out" or "crashed" (STATUSES)
+    # Why the last child stopped short ("" when it finished): with no class listed, the module
+    # never imported; else the classes not reached yet are "not-reached" for this reason.
+    failure: str = ""
+    status: str = ""
+    children: int = 0
+    timeouts: int = 0
+
+    def absorb(self, child: ChildAnswer) -> bool:
+        """Take in one child's answer; True when a fresh child should go on with the classes
+        after the one this child broke on (``skip``)."""
+        self.children += 1
+        self.confirmations.update(child.confirmations)
+        broken = bool(child.status)
+        if broken and child.classes and child.classes[-1].get("stage") != "done":
+            current = child.classes[-1]  # the class the child was on when it broke
+            if current.get("stage") == "confirming":  # its checks finished: their results stand
+                current["confirm_failure"] = child.failure
+            else:
+                current["status"], current["reason"] = child.status, f"{child.failure} while this class was checked"
+                current["broke_child"] = True
+        self.classes += child.classes
+        self.failure, self.status = child.failure, child.status
+        if child.status == "timed-out":
+            self.timeouts += 1
+        if not broken or not child.classes:
+            return False  # finished, or broke before its first class: nothing new to skip
+        if self.timeouts >= MAX_TIMEOUTS_PER_MODULE:
+            self.failure = (f"not resumed: {self.timeouts} of this module's classes ran past --dynamic-timeout "
+                            f"(the last: {child.failure})")
+            return False
+        return True
+
+    def skip(self) -> list[tuple[str, int]]:
+        """The classes a resumed child leaves alone: done, or the cause of a broken child."""
+        return [(entry["qualname"], entry["line"]) for entry in self.classes]
 
 
 # What became of a Function class (``status`` in the report): checked, or why not.
 STATUSES = {
-    "checked": "inputs were built and at least one runtime check ran",
+    "checked": "gradcheck ran (or the by-design check that replaces it), with the other runtime checks",
+    "partly-checked": "some runtime checks ran (raw backward, say) but not gradcheck: `skipped` says why",
     "no-inputs": "no inputs could be built (the reason says what was tried)",
     "not-run": "inputs were built but no runtime check could run on them",
     "import-failed": "the module failed to import (an exception, sys.exit, no torch)",
-    "timed-out": "the module's child ran past --dynamic-timeout before this class was done",
-    "crashed": "the module's child died (a signal, an exit) before this class was done",
+    "timed-out": "its child ran past --dynamic-timeout on this class (or while importing the module)",
+    "crashed": "its child died on a signal (a segfault, os.abort()) on this class (or while importing)",
+    "exited": "its code ended the process (sys.exit, exit(), os._exit) while it was checked",
+    "not-defined": "the static scan finds it, but importing the module did not define it (the reason says "
+                   "where it is: under a condition that was false, inside a function the import did not call)",
+    "not-reached": "a child of its module broke before reaching it, and was not resumed (the reason says why)",
 }
+# Runtime checks any one of which makes a class "checked": gradcheck, or a check that replaces
+# it for a gradient that is not the derivative by design.
+FULL_CHECKS = frozenset({"gradcheck"})
 
 
 @dataclass
@@ -150,12 +211,26 @@ def run_dynamic(results: list, selection_for: Callable[[str], RuleFilter], optio
         with start_session(options) as own:
             return run_dynamic(results, selection_for, options, linted_files, own)
     started = time.perf_counter()
-    modules = [result for result in results if result.function_classes and not _unparsable(result)]
+    modules = [result for result in results
+               if (result.function_classes or getattr(result, "function_class_sites", None)) and not _unparsable(result)]
     call_site_files = _call_site_files(linted_files, options.root)
+    answers = {result.path: ModuleAnswer(result.path) for result in modules}
     jobs = [_job(result, options, call_site_files, session.scratch, number) for number, result in enumerate(modules)]
     with module_progress(len(modules), options.show_progress) as progress:
-        endings = session.launcher.run(jobs, options.jobs, lambda job: progress.advance(modules[job.id].path))
-    answers = {result.path: _answer(result.path, job, endings[job.id]) for job, result in zip(jobs, modules)}
+        while jobs:  # a round: every module first, then the modules resumed after a broken class
+            resumed: list[Job] = []
+
+            def ended(job: Job, ending: Ending) -> None:
+                result = modules[job.id]
+                answer = answers[result.path]
+                if answer.absorb(_child_answer(job, ending)):
+                    resumed.append(_job(result, options, call_site_files, session.scratch, job.id,
+                                        skip=answer.skip(), attempt=answer.children))
+                else:
+                    progress.advance(result.path)
+
+            session.launcher.run(jobs, options.jobs, ended)
+            jobs = resumed
     outcome = _outcome(results, answers, selection_for, time.perf_counter() - started)
     outcome.require_checked = options.require_checked
     return outcome
@@ -232,8 +307,9 @@ def _child_environment(scratch: str) -> dict:
     return environment
 
 
-def _job(result, options: DynamicOptions, call_site_files: list[str], scratch: str, number: int) -> Job:
-    workdir = os.path.join(scratch, f"module-{number}")
+def _job(result, options: DynamicOptions, call_site_files: list[str], scratch: str, number: int,
+         skip: Iterable[tuple[str, int]] = (), attempt: int = 0) -> Job:
+    workdir = os.path.join(scratch, f"module-{number}" + (f"-{attempt}" if attempt else ""))
     os.makedirs(workdir)
     request_path, result_path = os.path.join(workdir, "request.json"), os.path.join(workdir, "result.json")
     request = {
@@ -244,35 +320,49 @@ def _job(result, options: DynamicOptions, call_site_files: list[str], scratch: s
         "call_site_files": call_site_files,
         "config_examples": options.examples,
         "use_declared": options.use_declared,
+        "skip": [list(key) for key in skip],
     }
     with open(request_path, "w", encoding="utf-8") as handle:
         json.dump(request, handle)
     return Job(number, request_path, result_path, workdir, options.timeout)
 
 
-def _answer(path: str, job: Job, ending: Ending) -> ModuleAnswer:
-    answer = _read_answer(path, job.result)
-    if ending.status:  # the process's fate outranks what its file says
-        answer.failure, answer.status = ending.reason, ending.status
-    if ending.status and answer.classes and "seconds" not in answer.classes[-1]:
-        answer.failure += f" (while checking {answer.classes[-1]['qualname']})"
-    return answer
+def _with_stages(classes: list[dict], progress: dict) -> list[dict]:
+    """The result file's classes, each at the stage the progress file gives the last one: every
+    class before it is done; a class still being checked is not in the result file yet."""
+    current = progress.get("entry") or {}
+    key = (current.get("qualname"), current.get("line"))
+    for entry in classes:
+        entry["stage"] = progress["stage"] if (entry["qualname"], entry["line"]) == key else "done"
+    if progress.get("stage") == "checking" and key not in [(entry["qualname"], entry["line"]) for entry in classes]:
+        classes.append({**current, "stage": "checking"})
+    return classes
 
 
-def _read_answer(path: str, result_path: str) -> ModuleAnswer:
-    answer = ModuleAnswer(path)
+def _read_json(path: str) -> dict:
     try:
-        with open(result_path, encoding="utf-8") as handle:
+        with open(path, encoding="utf-8") as handle:
             data = json.load(handle)
     except (OSError, ValueError):
-        return answer
-    if data.get("import") != "ok":
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _child_answer(job: Job, ending: Ending) -> ChildAnswer:
+    """What one child wrote, and how it ended: the process's fate outranks what its file says."""
+    answer = ChildAnswer()
+    data = _read_json(job.result)
+    if data.get("import") == "ok":
+        answer.imported = True
+        answer.classes = _with_stages(data.get("classes", []), _read_json(progress_path(job.result)))
+        answer.confirmations = {int(index): (value[0], value[1])
+                                for index, value in data.get("confirmations", {}).items()}
+    if ending.status:
+        answer.failure, answer.status = ending.reason, ending.status
+    elif data and data.get("import") != "ok":
         answer.failure, answer.status = data.get("reason") or "failed to import", "import-failed"
-        return answer
-    answer.classes = data.get("classes", [])
-    answer.confirmations = {int(index): (value[0], value[1]) for index, value in data.get("confirmations", {}).items()}
-    if not data.get("done"):
-        answer.failure, answer.status = "the check did not finish", "crashed"
+    elif not data.get("done"):  # os._exit(0) in the user's code: the process ended, status 0
+        answer.failure, answer.status = "the process exited (status 0) before the check finished", "exited"
     return answer
 
 
@@ -297,6 +387,8 @@ def _outcome(results: list, answers: dict[str, ModuleAnswer], selection_for: Cal
 def _unchecked_line(entry: dict) -> str:
     where = f"{entry['path']}:{entry['line']}" if entry["line"] else entry["path"]
     name = entry["function_class"] or "a Function class"
+    if entry["status"] == "partly-checked":
+        return f"{where}: {name}: only partly checked (ran: {', '.join(entry['ran'])}): {entry['reason']}"
     return f"{where}: {name}: not checked: {entry['reason']}"
 
 
@@ -365,7 +457,17 @@ def _confirmed(finding: Finding, index: int, answer: Optional[ModuleAnswer], res
     if index in answer.confirmations:
         confirmation, evidence = answer.confirmations[index]
         return replace(finding, confirmation=confirmation, evidence=evidence)
-    return replace(finding, confirmation="unverified", evidence=answer.failure or "not checked")
+    return replace(finding, confirmation="unverified", evidence=_unconfirmed_reason(finding, answer))
+
+
+def _unconfirmed_reason(finding: Finding, answer: ModuleAnswer) -> str:
+    """Why a static finding got no confirmation: its class's child broke (on the class, or while
+    confirming), or the module's last child stopped short."""
+    for entry in answer.classes:
+        if finding.function_class in (entry["name"], entry["qualname"]) and (
+                entry.get("broke_child") or entry.get("confirm_failure")):
+            return entry.get("confirm_failure") or entry["reason"]
+    return answer.failure or "not checked"
 
 
 # What to do about a runtime finding, where the check's own message does not say it.
@@ -416,15 +518,12 @@ REPORT_KEYS = ("path", "function_class", "line", "status", "reason", "inputs", "
 
 
 def _function_entries(result, answer: ModuleAnswer, merges: list[Merge]) -> list[dict]:
-    if answer.failure and not answer.classes:
-        # The module never got as far as listing its classes: name them from the source.
-        names = static_function_classes(result.path)
-        if len(names) != result.function_classes:
-            names = [(None, None)] * result.function_classes
-        return [_entry(result.path, name, line, answer.status or "crashed", answer.failure) for name, line in names]
+    """One entry per class the children met, and one per class the static scan found that they
+    did not (with why: the module did not import, its child broke first, or the import did not
+    define it), in source order."""
     entries = []
     for entry in answer.classes:
-        status, reason = _class_status(entry, answer)
+        status, reason = _class_status(entry)
         entries.append(_entry(
             result.path, entry["qualname"], entry["line"], status, reason,
             inputs=entry.get("inputs"), ran=entry.get("ran", []), skipped=entry.get("skipped", []),
@@ -434,7 +533,18 @@ def _function_entries(result, answer: ModuleAnswer, merges: list[Merge]) -> list
                     if merge.runtime.line == entry["line"] and merge.runtime.function_class == entry["name"]],
             inputs_seconds=entry.get("inputs_seconds"), check_seconds=entry.get("check_seconds"),
             seconds=entry.get("seconds")))
-    return entries
+    met = [(entry["name"], entry["line"]) for entry in answer.classes]
+    for site in _sites_of(result):
+        if any(name == site.name and site.first_line <= line <= site.line for name, line in met):
+            continue
+        if not answer.classes and answer.status:  # the module never got as far as its classes
+            status, reason = answer.status, answer.failure
+        elif answer.status:
+            status, reason = "not-reached", f"not reached: the module's child stopped first ({answer.failure})"
+        else:
+            status, reason = "not-defined", f"not defined at import: {site.where}"
+        entries.append(_entry(result.path, site.qualname, site.line, status, reason))
+    return sorted(entries, key=lambda entry: entry["line"] or 0)
 
 
 def _entry(path: str, name: Optional[str], line: Optional[int], status: str, reason: str, **details) -> dict:
@@ -445,52 +555,95 @@ def _entry(path: str, name: Optional[str], line: Optional[int], status: str, rea
     return entry
 
 
-def _class_status(entry: dict, answer: ModuleAnswer) -> tuple[str, str]:
-    if "seconds" not in entry:  # the child ended while on this class
-        return answer.status or "crashed", answer.failure or "the check did not finish"
+def _class_status(entry: dict) -> tuple[str, str]:
+    if entry.get("broke_child"):  # the class the child hung, crashed or exited on
+        return entry["status"], entry["reason"]
+    if entry.get("exited"):  # forward called sys.exit(): caught, but it would end the caller's process
+        return "exited", entry.get("reason") or "; ".join(entry.get("skipped") or ())
     if entry.get("reason") == ABSTRACT_BASE:
         return "not-run", ABSTRACT_BASE
     if not entry.get("inputs"):
         return "no-inputs", _environment_reason(entry.get("reason") or "could not build inputs")
     if not entry.get("ran"):
         return "not-run", "; ".join(entry.get("skipped") or ()) or "no runtime check ran"
+    if not FULL_CHECKS.intersection(entry["ran"]):
+        return "partly-checked", "; ".join(entry.get("skipped") or ()) or "gradcheck did not run"
     return "checked", ""
 
 
-def static_function_classes(path: str) -> list[tuple[str, int]]:
-    """(qualified name, line) of the classes in ``path`` that subclass ``...Function`` (or such a
-    class of the same file), in source order: the names of a module whose child never listed
-    them. The caller checks the count against the static analysis's."""
-    text = _read(path)
-    try:
-        tree = ast.parse(text or "")
-    except (SyntaxError, ValueError):
-        return []
-    classes: list[tuple[str, str, int, list[str]]] = []  # (name, qualname, line, base names)
+@dataclass(frozen=True)
+class Site:
+    """A Function class as the static scan sees it: where it is, and where it sits."""
 
-    def visit(node: ast.AST, prefix: str) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.ClassDef):
-                qualname = f"{prefix}{child.name}"
-                bases = [ast.unparse(base).rsplit(".", 1)[-1] for base in child.bases]
-                classes.append((child.name, qualname, child.lineno, bases))
-                visit(child, qualname + ".")
-            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                visit(child, f"{prefix}{child.name}.<locals>.")
-            else:
-                visit(child, prefix)
+    name: str
+    qualname: str
+    line: int  # of the `class` statement
+    first_line: int  # of its first decorator (what inspect reports), else ``line``
+    where: str  # why an import may not define it ("under `if HAS_TRITON:`, a condition that was false")
+    bases: tuple[str, ...] = ()  # the last part of each base's name (``Function``, ``_ScaleBase``)
 
-    visit(tree, "")
-    functions = {"Function"}
+
+def _sites_of(result) -> list[Site]:
+    """The Function classes the static scan found in ``result``'s file (nested in a function,
+    under an ``if``, same-named ones each on its own), placed by this file's syntax tree."""
+    static = getattr(result, "function_class_sites", None) or []
+    placed = {(site.name, site.line): site for site in _placed_classes(result.path)}
+    if not static:  # a result from before the scan recorded them: the syntax tree's guess
+        return [site for site in placed.values() if site.name in _function_names(placed.values())]
+    return [placed.get((name, line)) or Site(name, name, line, line, "the import did not define it")
+            for name, line in static]
+
+
+def _function_names(sites: Iterable[Site]) -> set[str]:
+    sites = list(sites)
+    names = {"Function"}
     changed = True
     while changed:  # subclasses of this file's Function classes are Function classes too
         changed = False
-        for name, _, _, bases in classes:
-            if name not in functions and functions.intersection(bases):
-                functions.add(name)
+        for site in sites:
+            if site.name not in names and names.intersection(site.bases):
+                names.add(site.name)
                 changed = True
-    return sorted(((qualname, line) for name, qualname, line, bases in classes if functions.intersection(bases)),
-                  key=lambda item: item[1])
+    return names - {"Function"}
+
+
+def _placed_classes(path: str) -> list[Site]:
+    """Every class statement of the file at ``path``, with its qualified name and what encloses it."""
+    try:
+        tree = ast.parse(_read(path) or "")
+    except (SyntaxError, ValueError):
+        return []
+    found: list[Site] = []
+
+    def visit(node: ast.AST, prefix: str, where: str) -> None:
+        for field_name, value in ast.iter_fields(node):
+            children = value if isinstance(value, list) else [value]
+            for child in children:
+                if not isinstance(child, ast.AST):
+                    continue
+                inner = where
+                if isinstance(node, ast.If) and field_name in ("body", "orelse"):
+                    test = ast.unparse(node.test)
+                    test = test if len(test) <= 80 else test[:77] + "..."
+                    inner = (f"under `if {test}:`, a condition that was false at import" if field_name == "body"
+                             else f"under the `else` of `if {test}:`, a condition that was true at import")
+                elif isinstance(node, ast.Try) and field_name == "body":
+                    inner = "in a `try` block that raised before reaching it at import"
+                elif isinstance(node, ast.Try) and field_name == "handlers":
+                    inner = "in an `except` block that did not run at import"
+                if isinstance(child, ast.ClassDef):
+                    first = min([child.lineno] + [decorator.lineno for decorator in child.decorator_list])
+                    bases = tuple(ast.unparse(base).rsplit(".", 1)[-1] for base in child.bases)
+                    found.append(Site(child.name, prefix + child.name, child.lineno, first, inner, bases))
+                    visit(child, f"{prefix}{child.name}.", inner)
+                elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    visit(child, f"{prefix}{child.name}.<locals>.",
+                          f"inside `{prefix}{child.name}()`, which the import did not call")
+                else:
+                    visit(child, prefix, inner)
+
+    visit(tree, "", "the import did not define it where the source has it")
+    return found
 
 
 SOURCE_WORDS = (("declared", "declared"), ("call-site", "call sites"), ("synthesized", "synthesized"))
@@ -520,10 +673,13 @@ def summary_line(counts: dict) -> str:
     total = counts["function_classes"]
     built = sum(counts["inputs"].values())
     rate = f"{round(100 * built / total)}%" if total else "n/a"
-    not_checked = sum(counts["not_checked"].values())
-    why = ", ".join(f"{number} {status}" for status, number in counts["not_checked"].items() if number)
-    checked = f"{counts['checked']} checked" + (f", {not_checked} not checked ({why}; listed above)"
-                                                 if not_checked else "")
+    partly = counts["not_checked"].get("partly-checked", 0)
+    not_checked = sum(counts["not_checked"].values()) - partly
+    why = ", ".join(f"{number} {status}" for status, number in counts["not_checked"].items()
+                    if number and status != "partly-checked")
+    checked = (f"{counts['checked']} checked"
+               + (f", {partly} only partly checked (no gradcheck; listed above)" if partly else "")
+               + (f", {not_checked} not checked ({why}; listed above)" if not_checked else ""))
     sources = ", ".join(f"{counts['inputs'][source]} {words}" for source, words in SOURCE_WORDS)
     confirmations = ", ".join(f"{number} {word}" for word, number in counts["static_findings"].items())
     merged = counts["merged"]

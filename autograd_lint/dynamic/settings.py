@@ -1,7 +1,7 @@
 """The ``[tool.autograd-lint.dynamic]`` table (torch-free: read with the rest of the config)::
 
     [tool.autograd-lint.dynamic]
-    timeout = 30          # seconds per module
+    timeout = 30          # seconds per module's child (a class that hangs costs one)
     device = "cpu"        # cpu | cuda | auto
     require-checked = true  # a Function class --dynamic could not check fails the run (exit 1)
 
