@@ -134,7 +134,7 @@ RULES: dict[str, RuleInfo] = {
                  fix_safety="safe", fix_reads_whole_module=True),
         RuleInfo("AGL105", "missing-backward", "warning",
                  "a Function class defines forward but neither backward nor vjp",
-                 graded="warning / info (inference-only by design, or outputs named like indices)",
+                 graded="warning (a caller needs its gradient) / info (no caller seen to, inference-only by design, or outputs named like indices)",
                  confirmable=True),
         RuleInfo("AGL106", "setup-context-mismatch", "error",
                  "setup_context defined while forward takes ctx, or with the wrong signature",

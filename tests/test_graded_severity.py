@@ -72,3 +72,10 @@ def test_the_catalogue_shows_the_grading():
     assert "Severity: error (write) / warning (read, or a rebound scratch write)" in page
     explained = run_cli("--explain", "AGL304", cwd=REPO_ROOT).stdout
     assert "Severity: error (write) / warning (read, or a rebound scratch write)" in explained
+
+
+def test_agl105_is_a_warning_only_where_a_caller_is_seen_to_need_the_gradient():
+    proc = run_cli("--format", "json", "--no-cache", "--select", "AGL105", "fixtures/AGL105", cwd=REPO_ROOT)
+    by_class = {f["function_class"]: f["severity"] for f in json.loads(proc.stdout)["findings"]}
+    assert by_class["TrainedWithoutBackward"] == "warning"  # its layer passes a trainable nn.Parameter
+    assert by_class["ForwardOnly"] == by_class["NmsIndices"] == by_class["NoGradForward"] == "info"

@@ -46,3 +46,35 @@ def test_a_use_as_a_plain_value_contradicts_a_tensor_annotation():
 ])
 def test_literals_at_every_call_site_outweigh_the_annotation(passed, expected):
     assert judge("torch.Tensor", passed=passed) is expected
+
+
+def _uses_of(source: str, name: str = "fmt"):
+    import libcst as cst
+
+    from autograd_lint.analysis.input_evidence import collect_uses
+
+    uses = ParameterUses()
+    nodes = []
+
+    class Collect(cst.CSTVisitor):
+        def on_visit(self, node):
+            nodes.append(node)
+            return True
+
+    cst.parse_module(source).visit(Collect())
+    collect_uses(nodes, lambda node: uses if isinstance(node, cst.Name) and node.value == name else None,
+                 lambda dotted: dotted)
+    return uses
+
+
+@pytest.mark.parametrize("source", ["y = fmt.exp()", "y = fmt.clamp(0, 1)", "n = fmt.dim()", "s = fmt.shape"])
+def test_a_tensor_method_called_or_a_tensor_property_read_says_tensor(source):
+    assert _uses_of(source).as_tensor
+
+
+@pytest.mark.parametrize("source", ["e = fmt.exp", "ok = fmt.clamp == True", "q(x, fmt.wl, fmt.dim)"])
+def test_a_tensor_method_read_as_a_value_is_another_objects_field(source):
+    """qtorch's number formats have fields named `exp`, `clamp`, `dim`: not tensors (2 false
+    AGL606 warnings on qtorch's quantizer in the sixth blind batch)."""
+    uses = _uses_of(source)
+    assert not uses.as_tensor and uses.foreign_member

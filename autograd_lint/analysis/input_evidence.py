@@ -65,6 +65,10 @@ _NO_INFORMATION_ANNOTATIONS = frozenset({"Any", "typing.Any", "object"})
 
 # Tensor members that nothing else a Function receives is likely to have (not `to`, `cuda`,
 # `float`, `size`, `type`, `apply`: modules and process groups have those too).
+# Members a tensor has as values, read without a call; every other member of the set below is a
+# method, evidence only when called.
+_TENSOR_PROPERTIES = frozenset(
+    {"shape", "dtype", "ndim", "is_cuda", "requires_grad", "grad_fn", "is_leaf", "T", "mT", "data", "grad"})
 _TENSOR_ONLY_MEMBERS = frozenset(
     {"shape", "dtype", "ndim", "is_cuda", "requires_grad", "grad_fn", "is_leaf", "view", "reshape",
      "contiguous", "transpose", "t", "T", "mT", "permute", "clone", "detach", "exp", "log", "sum",
@@ -231,13 +235,20 @@ USE_NODE_CLASSES = (cst.Attribute, cst.BinaryOperation, cst.If, cst.While, cst.I
 def collect_uses(nodes: Iterable[cst.CSTNode], target: Target, qualify: Callable[[str], str]) -> None:
     """Record in ``target(node).as_tensor/as_non_tensor`` every telling use among ``nodes``.
     ``target`` maps an expression (an input's name, or ``ctx.attr`` holding it) to its uses."""
+    nodes = list(nodes)
+    called = {id(node.func) for node in nodes if isinstance(node, cst.Call)}
     for node in nodes:
         if isinstance(node, cst.Attribute):
             use = target(node.value)
             if use is not None:
                 member = node.attr.value
-                if member in _TENSOR_ONLY_MEMBERS or (member.endswith("_") and member in TENSOR_ATTRIBUTES):
+                if member in _TENSOR_PROPERTIES or (id(node) in called and (
+                        member in _TENSOR_ONLY_MEMBERS or (member.endswith("_") and member in TENSOR_ATTRIBUTES))):
                     use.as_tensor = True
+                elif id(node) not in called and member in _TENSOR_ONLY_MEMBERS:
+                    # A tensor method read as a value (`number.exp`, `fmt.clamp == True`): the data
+                    # of some other object (qtorch's number formats), not a tensor's method.
+                    use.foreign_member = True
                 elif member not in TENSOR_ATTRIBUTES and not member.startswith("__"):
                     use.foreign_member = True  # `cfg.get`, `group.rank`, `runner.status`
         elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.MatrixMultiply):

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from typing import Iterator, Optional
 
 from autograd_lint.analysis.class_model import FunctionModel
 from autograd_lint.analysis.intent import inference_only_marker
 from autograd_lint.analysis.non_differentiable import index_named_outputs
+from autograd_lint.analysis.parameters import TrainableArguments
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.findings import Finding
 from autograd_lint.rules._common import all_outputs_non_differentiable, raises_only
@@ -58,11 +59,41 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
                 severity="info",
             )
             continue
+        need = _gradient_needed(module, model)
+        if need is None:
+            # No caller is seen to need the gradient: an inference or serving op (a KV-cache
+            # write, a fused kernel for serving) is written just so, and one that someone does
+            # differentiate fails loudly at its first backward.
+            yield module.at_class(
+                CODE, model,
+                f"{model.name} defines forward but no backward (or vjp); no caller in the project is "
+                f"seen to need its gradient (a trainable parameter passed to apply, a gradcheck), so it "
+                f"may be meant for inference only: if a caller differentiates through it, backward "
+                f"raises 'You must implement either the backward or vjp method'",
+                severity="info",
+            )
+            continue
         yield module.at_class(
             CODE, model,
-            f"{model.name} defines forward but no backward (or vjp): backward through it raises "
-            f"'You must implement either the backward or vjp method'",
+            f"{model.name} defines forward but no backward (or vjp), and {need}: backward through it "
+            f"raises 'You must implement either the backward or vjp method'",
         )
+
+
+def _gradient_needed(module: ModuleAnalysis, model: FunctionModel) -> Optional[str]:
+    """What shows that a caller needs this Function's gradient, in words; None when nothing
+    does: a gradcheck of the class, or a trainable parameter its file passes to ``apply``."""
+    if module.key_of(model) in module.project.gradchecked_keys:
+        return "a gradcheck in the project differentiates it"
+    trainable = TrainableArguments(module.index.tree, module.text, module.index.imports.qualify,
+                                   frozenset(module.index.symbols.defined))
+    if not trainable.might_train():
+        return None
+    for position in range(len(model.known_inputs)):
+        found = trainable.at(model.name, position)
+        if found is not None:
+            return f"the caller passes {found.shown}, a trainable parameter"
+    return None
 
 
 # Names real code gives forward's ctx parameter.
