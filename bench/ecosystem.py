@@ -126,12 +126,16 @@ def download(package: Package, downloads: Path) -> Path:
     command = [sys.executable, "-m", "pip", "download", "--no-deps", "--prefer-binary",
                "--dest", str(downloads), package.spec]
     print(f"  pip download --no-deps {package.spec}", flush=True)
-    result = subprocess.run(command, capture_output=True, text=True)
-    if result.returncode != 0:
-        with tempfile.TemporaryDirectory() as scratch:
-            constraint = Path(scratch) / "build-constraint.txt"
-            constraint.write_text(BUILD_CONSTRAINT)
-            env = dict(os.environ, PIP_CONSTRAINT=" ".join(filter(None, [os.environ.get("PIP_CONSTRAINT"), str(constraint)])))
+    with tempfile.TemporaryDirectory() as scratch:
+        # An sdist whose build requires torch would otherwise get the newest torch in pip's
+        # isolated build environment (a multi-GB CUDA build, minutes per package): pin the one
+        # this environment has.
+        constraint = Path(scratch) / "build-constraint.txt"
+        constraint.write_text(_torch_pin())
+        env = dict(os.environ, PIP_CONSTRAINT=" ".join(filter(None, [os.environ.get("PIP_CONSTRAINT"), str(constraint)])))
+        result = subprocess.run(command, capture_output=True, text=True, env=env)
+        if result.returncode != 0:
+            constraint.write_text(BUILD_CONSTRAINT + _torch_pin())
             result = subprocess.run(command, capture_output=True, text=True, env=env)
     if result.returncode != 0 and find_archive(downloads, package) is None:
         # Some sdists import torch in setup.py just to say their metadata (theseus-ai, mamba-ssm):
@@ -142,6 +146,16 @@ def download(package: Package, downloads: Path) -> Path:
     if archive is None:
         sys.exit(f"pip download failed for {package.spec}:\n{result.stdout[-2000:]}{result.stderr[-3000:]}")
     return archive
+
+
+def _torch_pin() -> str:
+    """``torch==VERSION`` of the torch installed here (the test environment's), or nothing."""
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+
+        return f"torch=={version('torch')}\n"
+    except (ImportError, PackageNotFoundError):
+        return ""
 
 
 def unpack(archive: Path, unpacked: Path) -> Path:
