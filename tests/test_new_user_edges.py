@@ -268,3 +268,98 @@ def _straight_through_clamp():
 
 
 StraightThroughClamp = _straight_through_clamp()
+
+
+# --- point 4: a class whose base the run cannot see is not skipped without a word -------------
+
+BASE = '''import torch
+
+
+class ScaledFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, scale):
+        ctx.scale = scale
+        return x * scale
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output * ctx.scale, None
+'''
+
+ACTIVATIONS = '''import torch
+from torch import nn
+
+from .base import ScaledFunction
+
+
+class Gelu(ScaledFunction):
+    @staticmethod
+    def forward(ctx, x, scale, approximate):
+        ctx.scale = scale
+        return torch.nn.functional.gelu(x) * scale
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output * ctx.scale
+
+
+class Block(nn.Module):
+    pass
+'''
+
+
+def _project(tmp_path: Path) -> Path:
+    write(tmp_path / "pyproject.toml", "[tool.autograd-lint]\n")
+    write(tmp_path / "mylib" / "__init__.py", "")
+    write(tmp_path / "mylib" / "base.py", BASE)
+    write(tmp_path / "mylib" / "activations.py", ACTIVATIONS)
+    return tmp_path
+
+
+def _stdin(args: list[str], text: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *args], input=text, cwd=cwd, capture_output=True, text=True,
+                          timeout=120, env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"})
+
+
+def test_stdin_without_its_file_name_gives_a_notice_naming_the_base_and_the_option(tmp_path: Path):
+    root = _project(tmp_path)
+    result = _stdin(["-m", "autograd_lint", "--no-cache", "-"], ACTIVATIONS, root)
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    (line,) = result.stdout.splitlines()  # one line: the notice; nn.Module's subclass is left alone
+    assert line.startswith("-:7:1: AGL002 Gelu is not checked: its base ScaledFunction comes from `.base."), line
+    assert "--stdin-filename PATH" in line and "project root" in line
+    # Named, the file is found in its package: Gelu is checked (its backward returns 1 gradient
+    # for 3 inputs), and no notice.
+    named = _stdin(["-m", "autograd_lint", "--no-cache", "-", "--stdin-filename", "mylib/activations.py"],
+                   ACTIVATIONS, root)
+    assert "AGL002" not in named.stdout and "AGL101" in named.stdout, named.stdout
+
+
+def test_a_file_copied_alone_gives_the_notice(tmp_path: Path):
+    alone = write(tmp_path / "scratch" / "activations.py", ACTIVATIONS)
+    result = run_cli("--no-cache", "activations.py", cwd=alone.parent)
+    assert result.returncode == 1, result.stderr
+    assert "activations.py:7:1: AGL002 Gelu is not checked" in result.stdout
+    assert "Block" not in result.stdout
+    info = json.loads(run_cli("--no-cache", "--format", "json", "activations.py", cwd=alone.parent).stdout)
+    assert [(f["code"], f["severity"]) for f in info["findings"]] == [("AGL002", "info")]
+
+
+def test_flake8_on_stdin_shows_the_same_notice(tmp_path: Path):
+    pytest.importorskip("flake8")
+    alone = tmp_path / "scratch"
+    alone.mkdir()
+    text = ACTIVATIONS.replace("ScaledFunction", "ScaledBase")  # no "Function" in the text at all
+    result = _stdin(["-m", "flake8", "--select", "AGL", "-"], text, alone)
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    (line,) = result.stdout.splitlines()
+    assert line.startswith("stdin:7:1: AGL002 Gelu is not checked: its base ScaledBase comes from `.base."), line
+
+
+def test_a_library_base_gets_no_notice(tmp_path: Path):
+    text = ("from torch import nn\nfrom somelib import SomeLibBase\nimport torch\n\n\n"
+            "class Foo(nn.Module):\n    pass\n\n\nclass X(SomeLibBase):\n    pass\n\n\n"
+            "class Fn(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n        return x\n\n"
+            "    @staticmethod\n    def backward(ctx, g):\n        return g\n")
+    result = _stdin(["-m", "autograd_lint", "--no-cache", "-"], text, tmp_path)
+    assert result.returncode == 0 and not result.stdout, (result.stdout, result.stderr)
