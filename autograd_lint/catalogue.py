@@ -112,6 +112,9 @@ RULES: dict[str, RuleInfo] = {
                  "a disable comment off the class line, a malformed directive",
                  fix="remove the unused codes (the whole comment when none is left)", fix_safety="safe",
                  fix_reads_whole_module=True),
+        RuleInfo("AGL002", "unseen-function-base", "info",
+                 "a class derives from a base the run cannot see (a relative import in a text of no package: "
+                 "stdin without --stdin-filename, a file copied alone), so it is not checked"),
         RuleInfo("AGL101", "backward-return-count", "error",
                  "backward returns a different number of gradients than forward has inputs",
                  confirmable=True, explains=("AGL901", "AGL903:count"),

@@ -515,3 +515,9 @@ def _warn(message: str) -> None:
 
 def _error(message: str) -> None:
     print(f"{PROG}: error: {message}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    # `python -m autograd_lint.cli PATH` runs the command too, as `python -m autograd_lint` does
+    # (no other module imports this one, so running this __main__ copy is running the CLI).
+    run()

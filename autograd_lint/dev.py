@@ -178,8 +178,11 @@ in `autograd_lint/dynamic/confirmers/` and `confirmable=True` in the catalogue r
 
 def fixture_stubs(info: RuleInfo) -> dict[str, str]:
     return {
-        "bad.py": f'"""{info.code} {info.name}: bad cases. A line where a finding is expected ends with '
-                  f'`# expect: {info.code}`."""\n\n' + _EXAMPLE.format(marker=f"  # expect: {info.code}"),
+        # The docstring must not spell the marker out: tests/test_fixtures.py reads a marker
+        # anywhere on a line, and would expect a finding on line 1.
+        "bad.py": f'"""{info.code} {info.name}: bad cases.\n\nA line where a finding is expected ends with '
+                  f'an expect marker naming {info.code},\nas the class line below does.\n"""\n\n'
+                  + _EXAMPLE.format(marker=f"  # expect: {info.code}"),
         "good.py": f'"""{info.code} {info.name}: near-misses that must stay silent (no markers)."""\n\n'
                    + _EXAMPLE.format(marker=""),
     }

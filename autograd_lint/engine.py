@@ -189,7 +189,8 @@ def _with_known_others(layout: list[tuple[list[str], list[str]]], others_keys: l
         _summarize(states, list(range(len(states))), pool, None, {})
         names = known.names
         _collect_facts(states, [i for i, s in enumerate(states) if s.summary is not None and s.error is None and (
-            s.summary.defines_function or s.summary.may_subclass(names) or s.summary.may_use(names))], pool, None)
+            s.summary.defines_function or s.summary.may_subclass(names) or s.summary.may_use(names)
+            or _sees_no_package(s))], pool, None)
         project = ProjectFacts.merge(
             [(module_name_of(s.path), s.facts) for s in states if s.facts is not None] + known.facts
             + [(None, FileFacts(grad_fn_attributes=set(s.summary.grad_fn_attributes))) for s in states
@@ -255,10 +256,10 @@ def lint_text(path: str, text: str, selection: RuleFilter,
     if isinstance(project, ProjectSnapshot):
         project = project.facts_with(state, source)
     elif project is None:
-        if state.summary is not None and _matters(state.summary, ProjectFacts()):
+        if state.summary is not None and (_matters(state.summary, ProjectFacts()) or _sees_no_package(state)):
             _as_facts(state, facts_of(source))
         project = _merge([state])
-    if state.summary is None or not _matters(state.summary, project):
+    if state.summary is None or not (_matters(state.summary, project) or _sees_no_package(state)):
         return _unlinted_result(state, codes)
     return lint_file(source, codes, project, honour_noqa, annotate_fixes)
 
@@ -430,6 +431,11 @@ def _gather_project_facts(states: list[_State], pool: WorkerPool, cache: Optiona
         facts = _merge([states[i] for i in indexes])
     names = facts.function_names
     _collect_facts(states, pending(lambda summary: summary.may_use(names)), pool, cache, final_names=names)
+    # Files in no package whose classes derive from a relatively imported name: nothing here can
+    # say what that base is, and AGL002 tells the user (rare: such a file cannot even be imported).
+    unseen = [i for i in pending(lambda summary: bool(summary.relative_base_words)) if _sees_no_package(states[i])]
+    if unseen:
+        _collect_facts(states, unseen, pool, cache)  # (the tree kept: its bases are read in step 3)
     facts = _merge([states[i] for i in indexes])
     modules: dict[int, str] = {}
     for _ in range(4):  # decorators defined in modules nothing else made us read (through re-exports)
@@ -495,6 +501,14 @@ def _merge(states: list[_State]) -> ProjectFacts:
         + [(None, FileFacts(grad_fn_attributes=set(s.summary.grad_fn_attributes))) for s in states
            if s.summary is not None and s.summary.grad_fn_attributes]
     )
+
+
+def _sees_no_package(state: _State) -> bool:
+    """Does the file derive a class from a relatively imported name while it lies in no package
+    (stdin without ``--stdin-filename``, a file copied alone)? Then the base cannot be found,
+    and the file is analysed for AGL002's notice alone."""
+    return (state.summary is not None and bool(state.summary.relative_base_words)
+            and not module_name_of(state.path).package)
 
 
 def _matters(summary: TextSummary, project: ProjectFacts) -> bool:

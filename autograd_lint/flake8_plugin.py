@@ -41,6 +41,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Iterator, Sequence
 
 from autograd_lint import __version__
+from autograd_lint.analysis.names import module_name_of  # standard library only: cheap to import
 from autograd_lint.catalogue import PARSE_ERROR, RULES
 from autograd_lint.gc_pause import gc_paused
 
@@ -97,12 +98,17 @@ class Plugin:
             return
         project = None
         if not may_matter(text):
+            # A class of a text in no package derived from a relatively imported base: nothing
+            # can say what the base is, and the engine's AGL002 notice says so.
+            unseen_base = "from ." in text and not module_name_of(self.filename).package
             # It may still subclass or use a Function class of another module: the project says.
             if not _may_have_a_project(os.path.dirname(os.path.abspath(self.filename))):
-                return
-            project = _project_of(self.filename)
-            if project is None or not project.may_matter(text):
-                return
+                if not unseen_base:
+                    return
+            else:
+                project = _project_of(self.filename)
+                if (project is None or not project.may_matter(text)) and not unseen_base:
+                    return
         for line, column, message in _lint(self.filename, text, self.selected_opt_in, self.tree, project):
             yield line, column - 1, message, type(self)
 

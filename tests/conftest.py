@@ -118,6 +118,31 @@ def write(path: Path, content: str | bytes = CLEAN_SOURCE) -> Path:
     return path
 
 
+def copy_checkout(destination: Path) -> Path:
+    """Copy the checkout's files, as a clone would have them (tracked, or new and not ignored),
+    to ``destination``; skips the test outside a git checkout."""
+    import shutil
+
+    proc = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                          cwd=REPO_ROOT, capture_output=True)
+    if proc.returncode != 0:
+        pytest.skip("not a git checkout")
+    for name in filter(None, proc.stdout.decode().split("\0")):
+        if (REPO_ROOT / name).is_file():  # a tracked file deleted in the work tree is skipped
+            (destination / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO_ROOT / name, destination / name)
+    return destination
+
+
+def free_rule_code(taken, names) -> tuple[str, str]:
+    """A code and a name no rule has (``new-rule`` refuses taken ones): the highest free code,
+    far from the ones a contributor adds next."""
+    code = next(f"AGL{n}" for n in range(899, 99, -1) if f"AGL{n}" not in taken)
+    name = next(f"scaffold-check{suffix}" for suffix in ("", *(f"-{i}" for i in range(2, 100)))
+                if f"scaffold-check{suffix}" not in names)
+    return code, name
+
+
 def assert_no_traceback(result: subprocess.CompletedProcess) -> None:
     assert "Traceback" not in result.stderr, result.stderr
     assert "Traceback" not in result.stdout, result.stdout

@@ -9,7 +9,6 @@ copy of the checkout.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from autograd_lint.catalogue import RULES
-from conftest import REPO_ROOT, run_cli
+from conftest import REPO_ROOT, copy_checkout, free_rule_code, run_cli
 
 RULES_PACKAGE = REPO_ROOT / "autograd_lint" / "rules"
 FIX_SAFETIES = ("safe", "unsafe")
@@ -113,55 +112,53 @@ def test_catalogue_imports_nothing_heavy():
 # --- the scaffold, once, on a copy of the checkout ------------------------------------------
 
 
-def checkout_files() -> list[str]:
-    """The files of the checkout as a clone would have them (tracked, or new and not ignored)."""
-    proc = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                          cwd=REPO_ROOT, capture_output=True)
-    if proc.returncode != 0:
-        pytest.skip("not a git checkout")
-    return [name for name in proc.stdout.decode().split("\0") if name]
-
-
 def test_new_rule_scaffold_is_picked_up(tmp_path):
     """``new-rule`` in a copy of the checkout writes a row, module, page and fixtures that the
     copy's own CLI and structural tests pick up: ``--explain`` prints the page, the placeholder
-    check meets bad.py's marker, and the catalogue, page, fixture and README checks pass there."""
-    copy = tmp_path / "checkout"
-    for name in checkout_files():
-        if (REPO_ROOT / name).is_file():  # a tracked file deleted in the work tree is skipped
-            (copy / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO_ROOT / name, copy / name)
+    check meets bad.py's marker, and the catalogue, page, fixture and README checks pass there.
+    It scaffolds a code and name no rule has, not CONTRIBUTING's example (AGL209): a contributor
+    who follows CONTRIBUTING has that code in the checkout (tests/test_contributing.py runs the
+    document's own recipe)."""
+    copy = copy_checkout(tmp_path / "checkout")
+    code, name = free_rule_code(RULES, {info.name for info in RULES.values()})
+    module = f"{code.lower()}_{name.replace('-', '_')}"
 
     def python(*args: str) -> subprocess.CompletedProcess:
         # -m runs the copy's package: the current directory comes first on sys.path.
         return subprocess.run([sys.executable, *args], cwd=copy, capture_output=True, text=True, timeout=300)
 
-    made = python("-m", "autograd_lint.dev", "new-rule", "AGL209", "saved-in-a-loop", "--severity", "warning",
+    made = python("-m", "autograd_lint.dev", "new-rule", code, name, "--severity", "warning",
                   "--summary", "save_for_backward called inside a loop")
     assert made.returncode == 0, made.stderr
     assert made.stdout.splitlines()[:6] == [
         "wrote autograd_lint/catalogue.py",
-        "wrote autograd_lint/rules/agl209_saved_in_a_loop.py",
-        "wrote rules/AGL209.md",
-        "wrote fixtures/AGL209/bad.py",
-        "wrote fixtures/AGL209/good.py",
+        f"wrote autograd_lint/rules/{module}.py",
+        f"wrote rules/{code}.md",
+        f"wrote fixtures/{code}/bad.py",
+        f"wrote fixtures/{code}/good.py",
         "wrote README.md",
     ], made.stdout
-    again = python("-m", "autograd_lint.dev", "new-rule", "AGL209", "other-name", "--summary", "x")
-    assert again.returncode == 2 and "AGL209 is taken" in again.stderr
+    again = python("-m", "autograd_lint.dev", "new-rule", code, "other-name", "--summary", "x")
+    assert again.returncode == 2 and f"{code} is taken" in again.stderr
 
-    explained = run_cli("--explain", "saved-in-a-loop", cwd=copy)  # run_cli puts the copy first on PYTHONPATH
+    explained = run_cli("--explain", name, cwd=copy)  # run_cli puts the copy first on PYTHONPATH
     assert explained.returncode == 0, explained.stderr
-    assert explained.stdout == (copy / "rules" / "AGL209.md").read_text(encoding="utf-8")
+    assert explained.stdout == (copy / "rules" / f"{code}.md").read_text(encoding="utf-8")
 
-    linted = run_cli("--format", "json", "fixtures/AGL209/bad.py", cwd=copy)
+    linted = run_cli("--format", "json", f"fixtures/{code}/bad.py", cwd=copy)
     found = [(f["code"], f["line"]) for f in json.loads(linted.stdout)["findings"]]
-    bad_lines = (copy / "fixtures" / "AGL209" / "bad.py").read_text(encoding="utf-8").splitlines()
-    marked = [number for number, line in enumerate(bad_lines, 1) if line.endswith("# expect: AGL209")]
-    assert found == [("AGL209", line) for line in marked] and marked
+    bad_lines = (copy / "fixtures" / code / "bad.py").read_text(encoding="utf-8").splitlines()
+    marked = [number for number, line in enumerate(bad_lines, 1) if line.endswith(f"# expect: {code}")]
+    assert found == [(code, line) for line in marked] and marked
+    # Only those lines carry a marker as tests/test_fixtures.py reads them (a docstring that
+    # spelled the marker out made it expect a finding on line 1).
+    from test_fixtures import markers_in
+
+    fixtures = copy / "fixtures" / code
+    assert {line for _, line, _ in markers_in(fixtures / "bad.py", fixtures)} == set(marked)
 
     structural = python("-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_catalogue.py",
-                        "tests/test_readme.py", "tests/test_rule_pages.py::test_page_structure[AGL209]",
+                        "tests/test_readme.py", f"tests/test_rule_pages.py::test_page_structure[{code}]",
                         "tests/test_rule_pages.py::test_every_code_has_a_page_and_every_page_a_code",
                         "tests/test_fixtures.py::test_every_static_rule_has_fixtures",
                         "-k", "not scaffold and not confirmer")

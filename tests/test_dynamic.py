@@ -663,8 +663,8 @@ def test_agl908_says_which_kind_when_selected(tmp_path):
         "its last dimension: a gradient in the tangent space of a Lie group or manifold")
     assert "backward computes the gradient for input 0 (`x`) from input 1 (`running_mean`), which forward does " \
         "not read and which gets no gradient" in found["LogWithAveragedGradient"]["message"]
-    assert "backward substitutes the constant -1 for the derivative in input 0 (`spikes`) (a sign estimator" in \
-        found["SpikeTimeEstimate"]["message"]
+    assert "backward substitutes the constant -1 for the derivative in input 0 (`spikes`) (by design: its " \
+        'documentation says "Linearize")' in found["SpikeTimeEstimate"]["message"]
     assert found["NaturalGradientSin"]["message"].startswith(
         "NaturalGradientSin: natural gradient: backward's Jacobian is forward's times one fixed symmetric positive "
         "semi-definite matrix that couples the inputs")

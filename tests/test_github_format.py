@@ -65,9 +65,9 @@ def test_every_fixture_finding_parses_back(tmp_path: Path):
             assert int(properties["col"]) == expected["column"]
 
 
-def test_a_single_line_finding_has_its_columns_with_an_inclusive_end():
-    _, properties, _ = parse_command(annotation(finding()))
-    assert properties == {"file": "src/ops.py", "line": "12", "endLine": "12", "col": "9", "endColumn": "17",
+def test_a_single_line_finding_has_its_columns_with_the_exclusive_end_of_every_format():
+    _, properties, _ = parse_command(annotation(finding()))  # end_column=18, as JSON and SARIF say
+    assert properties == {"file": "src/ops.py", "line": "12", "endLine": "12", "col": "9", "endColumn": "18",
                           "title": "AGL201 (ctx-tensor-attribute)"}
 
 

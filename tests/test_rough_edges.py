@@ -55,7 +55,8 @@ def test_every_rule_is_listed(tmp_path: Path) -> None:
 
     text = run_cli("--list-rules", cwd=tmp_path)
     assert text.returncode == 0, text.stderr
-    assert [line.split()[0] for line in text.stdout.splitlines()] == list(RULES)
+    # One line per rule starts with its code; its summary follows on indented lines.
+    assert [line.split()[0] for line in text.stdout.splitlines() if not line.startswith(" ")] == list(RULES)
     rows = json.loads(run_cli("--list-rules", "--format", "json", cwd=tmp_path).stdout)
     assert [row["code"] for row in rows] == list(RULES)
     agl101 = next(row for row in rows if row["code"] == "AGL101")

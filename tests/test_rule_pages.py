@@ -185,14 +185,19 @@ def lint(source: str, extend_select: Optional[str]) -> list[tuple[str, int]]:
 
 
 @pytest.fixture(scope="module")
-def linted():
-    """Every page's two blocks linted once (in parallel), keyed by (code, "example"|"use").
+def linted(request):
+    """The two blocks of every page that a selected test reads, linted once (in parallel), keyed
+    by (code, "example"|"use"): the whole run lints every page; `-k AGL209` (CONTRIBUTING's
+    step 4 for a new rule) only that page's blocks.
 
     Static pages are linted with the default rules plus their own code; runtime pages
     (AGL9xx) with the default rules. A failed run is kept and re-raised by the test using it.
     """
+    selected = {item.callspec.params["code"] for item in request.session.items
+                if "linted" in getattr(item, "fixturenames", ())
+                and "code" in getattr(getattr(item, "callspec", None), "params", {})}
     jobs = {}
-    for code in ALL_CODES:
+    for code in sorted(selected):
         example, use_instead = blocks(code)
         extend = code if RULES[code].static else None
         jobs[(code, "example")] = (example, extend)

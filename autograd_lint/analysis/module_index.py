@@ -102,6 +102,12 @@ class ClassInfo:
     # Python's method order puts first (`class Spike(BackwardMixin, Function)`); None when one
     # of them is not a class of this file, so it may define anything.
     mixin_methods: Optional[set[str]] = field(default_factory=set)
+    # Bases the run cannot see, so that whether this class is a Function class is unknown:
+    # base -> the import it comes from, as written (``.base.Scaled``). Set for a relative import
+    # in a module of no package (stdin without its file name, a file copied alone), which no
+    # file of the run can answer; AGL002 reports it. A base from a third-party library
+    # (``nn.Module``, ``from lib import Base``) is not unseen: it is simply not the project's.
+    unseen_bases: dict[str, str] = field(default_factory=dict)
 
     @property
     def line(self) -> int:
@@ -162,7 +168,7 @@ def build_module_index(
     project's first pass) by its name: what the project-wide facts then sort out."""
     collected = skeleton or collect_skeleton(tree, text)
     classes = [replace(c, qualified_bases=[], function_bases=[], is_function=False,
-                       has_unknown_function_base=False) for c in collected.classes]
+                       has_unknown_function_base=False, unseen_bases={}) for c in collected.classes]
     imports = collected.imports
     symbols = module_symbols(tree, imports)
     scope = Scope(names[0], symbols, names[1]) if names is not None else None
@@ -434,6 +440,10 @@ def _mark_function_classes(
                     info.has_unknown_function_base = True
                     info.function_bases.append(base)
                     info.base_keys[base] = key
+                else:
+                    unseen = scope.unseen_import(base)
+                    if unseen is not None:
+                        info.unseen_bases[base] = unseen
             elif qualified.rsplit(".", 1)[-1] in project_function_names and (
                 base in imports.names or "." in base
             ) and not qualified.startswith("torch."):  # nn.Conv2d is not a project's `Conv2d`

@@ -185,6 +185,20 @@ class Scope:
             self._memo[dotted] = self._resolve(dotted, 0)
         return self._memo[dotted]
 
+    def unseen_import(self, dotted: str) -> Optional[str]:
+        """The import ``dotted`` (a base class) comes from, as written (``.base.Scaled``), when it
+        is a relative import that cannot resolve: the module lies in no package (stdin without
+        its file name, a file copied alone), so no module of the run is the one it names. None
+        otherwise: a name the module defines, an absolute import (a library's, or the project's,
+        which the project's facts answer), a relative import that resolves."""
+        head, _, rest = dotted.partition(".")
+        if head in self.symbols.defined or head not in self.symbols.imports:
+            return None
+        target = self.symbols.imports[head]
+        if not target.startswith(".") or absolute(target, self.module) is not None:
+            return None
+        return target + ("." + rest if rest else "")
+
     def _resolve(self, dotted: str, hops: int) -> Optional[str]:
         head, _, rest = dotted.partition(".")
         symbols, table = self.symbols, self.table

@@ -53,6 +53,10 @@ class TextSummary:
     # Attributes set on a ctx from outside its Function: `y.grad_fn.attr = ...` (an output's
     # grad_fn is its ctx; fairscale's pipeline sets what backward reads that way).
     grad_fn_attributes: frozenset[str]
+    # Base words of class statements that a relative import brings in (`from .base import
+    # Scaled` then `class Gelu(Scaled)`): where the text lies in no package (stdin without its
+    # file name, a file copied alone) the run cannot see them, and AGL002 says so.
+    relative_base_words: frozenset[str] = frozenset()
     # Characters of the `...Function` class statements, roughly (to the next line indented no
     # deeper): what analysing the file will cost, used to share files out among workers.
     function_chars: int = 0
@@ -82,15 +86,19 @@ def summarize(text: str) -> TextSummary:
         # Function class (``MyBaseFunction``; which ones are is known only once files are parsed).
         if any(word.endswith("Function") or word in torch_function_names for word in words):
             function_chars += _block_length(text, line_start, match)
+    imported, relative = _imported_words(text)
     return TextSummary(
         defines_function=defines_function,
         base_words=frozenset(base_words),
-        imported_words=frozenset(imported_words(text)),
+        imported_words=frozenset(imported),
         applied_names=_applied_names(text),
         mentions_gradcheck="gradcheck" in text and _uses_gradcheck(text),
         grad_fn_attributes=frozenset(_GRAD_FN_ATTRIBUTE.findall(text)) if ".grad_fn." in text else frozenset(),
+        relative_base_words=frozenset(relative & base_words) if base_words else frozenset(),
         function_chars=function_chars,
     )
+
+
 
 
 def _aliases_of_torch_function(text: str) -> set[str]:
@@ -157,14 +165,20 @@ _STANDARD_LIBRARY = frozenset(getattr(sys, "stdlib_module_names", ())) | {"__fut
 
 
 def imported_words(text: str) -> set[str]:
+    """Every word of the import statements (``_imported_words``)."""
+    return _imported_words(text)[0]
+
+
+def _imported_words(text: str) -> tuple[set[str], set[str]]:
     """Every word of the import statements (the names a module can use from other modules),
-    except those imported from the standard library, which cannot hold a project's Function
+    and the names that relative imports bind; except those imported from the standard library, which cannot hold a project's Function
     class (``from typing import Type`` must not make a file a user of a Function named Type).
 
     Searching the literal ``import`` with ``str.find`` and looking around it is 5x faster than a
     line-anchored regex (and ``str.find`` beats the regex engine at finding a literal); a few
     non-import lines that start with `import...` words only add words."""
     statements = []
+    relative: set[str] = set()  # what the relative imports bind
     find = text.find
     position = find("import")
     while position >= 0:
@@ -180,5 +194,15 @@ def imported_words(text: str) -> set[str]:
                 close = find(")", end)
                 end = len(text) if close < 0 else close
             statements.append(text[start:end])
+            if head.startswith("from ."):  # a relative import: the names it binds (AGL002)
+                relative.update(_bound_names(text[position + 6:end]))
         position = find("import", position + 6)
-    return set(_WORD.findall("\n".join(statements)))
+    return set(_WORD.findall("\n".join(statements))), relative
+
+
+def _bound_names(items: str) -> Iterator[str]:
+    """The local names of ``import``'s list: ``C`` of ``B as C``, ``B`` of ``B``."""
+    for item in items.split("#", 1)[0].replace("(", " ").replace(")", " ").replace("\\", " ").split(","):
+        words = item.split()
+        if words and words[-1].isidentifier():
+            yield words[-1]

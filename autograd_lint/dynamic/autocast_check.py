@@ -62,20 +62,23 @@ def autocast_failure(cls: type, make_inputs: Callable[[], tuple]) -> Optional[Au
         problem = _run(cls, make_inputs, autocast=True)
     if problem is None:
         return None
-    return AutocastFailure(f"under autocast, {problem} (forward ran under torch.autocast('cpu', "
-                           "dtype=torch.bfloat16) and backward after it, as `with torch.autocast(...): "
-                           "loss = f(x)` then `loss.backward()` run it; without autocast both run): "
-                           + _advice(decorators), declares_autocast=bool(decorators))
+    # One finding line, under MESSAGE_LIMIT characters: the exception's first line, cut; what ran;
+    # the fix. The rule page (rules/AGL906.md) says the rest (cast_inputs=, why backward differs).
+    return AutocastFailure(f"{problem} (under autocast: CPU bfloat16 on forward, backward after it; both run "
+                           f"without it): {_advice(decorators)}",
+                           declares_autocast=bool(decorators))
+
+
+MESSAGE_LIMIT = 300  # characters of the finding's message, with a class name of ~20 before it
+_ERROR_LIMIT = 80  # characters of the exception's text kept in it
 
 
 def _advice(decorators: set[str]) -> str:
     if not decorators:
-        return ("autocast made some of forward's tensors bfloat16 and left others float32; decorate forward "
-                "with @torch.amp.custom_fwd (cast_inputs=torch.float32 for a float32-only kernel) and "
-                "backward with @torch.amp.custom_bwd")
+        return "decorate forward with @torch.amp.custom_fwd, backward with @torch.amp.custom_bwd"
     if "custom_bwd" not in decorators:
         return "backward lacks @torch.amp.custom_bwd, which runs it under forward's autocast state"
-    return "forward's low-precision tensors reach an operation that needs float32: cast them, or use cast_inputs="
+    return "forward's bfloat16 tensors reach an operation that needs float32: cast them, or use cast_inputs="
 
 
 def _is_float32_able(value: Any) -> bool:
@@ -157,4 +160,7 @@ def _from_torch_file(code: Any, tail: tuple[str, ...]) -> bool:
 
 def _describe(error: BaseException) -> str:
     lines = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {lines[0][:300] if lines else ''}".rstrip(": ")
+    text = lines[0] if lines else ""
+    if len(text) > _ERROR_LIMIT:
+        text = text[: _ERROR_LIMIT - 3].rstrip() + "..."
+    return f"{type(error).__name__}: {text}".rstrip(": ")

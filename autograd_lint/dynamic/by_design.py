@@ -47,7 +47,8 @@ ZERO = 1e-12  # a finite-difference Jacobian entry below this is zero (the step 
 # Words that, next to a backward whose Jacobian is forward's times a fixed symmetric positive
 # semi-definite matrix, say that it is a natural gradient (``natural_gradient``).
 NATURAL_HINT = re.compile(r"natural[- ]grad|\bNGD\b|Fisher|natural param|expectation param|d\(eta", re.IGNORECASE)
-# Words that, next to a backward whose Jacobian is one constant (a sign estimator), say that the
+# Words that, next to a backward whose Jacobian is one constant (a straight-through or sign
+# estimator: the message quotes the words found), say that the
 # constant is meant: either alone is not enough (``sign_estimator``).
 ESTIMATOR_HINT = re.compile(HINT.pattern + r"|estimator|lineari[sz]e|substitut\w* (?:the |a )?gradient|"
                             r"gradient is set to", re.IGNORECASE)
@@ -106,8 +107,10 @@ def explain_failure(cls: type, make_inputs: Callable[[], tuple], names: list[str
                 constant = sign_estimator(cls, analytical, numerical)
                 if not constant:
                     return None
+                # Named by the documentation's own words: a documented straight-through clamp
+                # is not a "sign estimator".
                 surrogate.append(f"backward substitutes the constant {constant} for the derivative in {what} "
-                                 "(a sign estimator, as its documentation says)")
+                                 f"(by design: its documentation says \"{_documented_as(cls, ESTIMATOR_HINT)}\")")
                 continue
             surrogate.append(f"backward computes the gradient for {what} from "
                              f"{', '.join(_name(other, names) for other in steering)}, which forward does not read "
@@ -188,6 +191,12 @@ def sign_estimator(cls: type, analytical: torch.Tensor, numerical: torch.Tensor)
         return ""
     signs = {float(value) for value in nonzero.sign().unique()}
     return f"{'±' if len(signs) > 1 else '-' if signs == {-1.0} else ''}{magnitude:g}"
+
+
+def _documented_as(cls: type, pattern: re.Pattern) -> str:
+    """The words of the class's documentation that ``pattern`` meets first (``straight-through``)."""
+    found = pattern.search(_source_text(cls))
+    return found.group(0) if found else ""
 
 
 def _documentation_matches(cls: type, pattern: re.Pattern, module_too: bool = False) -> bool:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+
+from autograd_lint.catalogue import RULES
 
 DEVICES = ("cpu", "cuda", "auto")
 DEFAULT_TIMEOUT = 60.0  # seconds per module: the torch import alone takes ~2 s
@@ -13,7 +16,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "dynamic (runs your code: imports each module in a child process)")
     group.add_argument("--dynamic", action="store_true",
                        help="import the linted modules (requires torch), build example inputs, run "
-                       "gradcheck/gradgradcheck (AGL901-AGL904) and confirm or refute each finding")
+                       f"gradcheck/gradgradcheck and the other runtime checks ({runtime_codes()}) and "
+                       "confirm or refute each finding")
     group.add_argument("--device", choices=DEVICES, default=None,
                        help="where --dynamic runs the checks: cpu (default), cuda (also compares with "
                        "the CPU: AGL904), or auto (cuda when a GPU is present)")
@@ -26,12 +30,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        "inputs from call sites and signatures alone go")
     group.add_argument("--dynamic-report", metavar="FILE", default=None,
                        help="write a JSON report per Function class (checked or why not, where its "
-                       "inputs came from, what ran, seconds) to FILE; schema: docs/dynamic-report.schema.json")
+                       f"inputs came from, what ran, seconds) to FILE; its JSON schema: {report_schema_path()}")
     group.add_argument("--dynamic-require-checked", action="store_true",
                        help="exit 1 when --dynamic could not check a Function class with gradcheck (no "
                        "inputs, only partly checked, the module failed to import, the class timed out, "
                        "crashed or exited, the import did not define it); each one is listed on stderr "
                        "either way")
+
+
+def runtime_codes() -> str:
+    """The codes --dynamic reports, as a range (``AGL901-AGL909``): the catalogue's runtime rows."""
+    codes = [code for code, info in RULES.items() if not info.static]
+    return f"{codes[0]}-{codes[-1]}" if len(codes) > 1 else codes[0]
+
+
+# The report's schema: inside the installed package (pyproject force-includes it, as it does the
+# rule pages), or docs/ of a checkout (an editable install has no copy in the package).
+_PACKAGE_DIR = Path(__file__).resolve().parent.parent
+REPORT_SCHEMA_NAME = "dynamic-report.schema.json"
+_SCHEMA_PATHS = (_PACKAGE_DIR / "schemas" / REPORT_SCHEMA_NAME, _PACKAGE_DIR.parent / "docs" / REPORT_SCHEMA_NAME)
+
+
+def report_schema_path() -> Path:
+    """Where the ``--dynamic-report`` schema is on this machine (the installed copy first)."""
+    return next((path for path in _SCHEMA_PATHS if path.is_file()), _SCHEMA_PATHS[0])
 
 
 def _positive_seconds(text: str) -> float:

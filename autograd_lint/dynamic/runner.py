@@ -60,7 +60,9 @@ def options_from(args, config, jobs: int) -> DynamicOptions:
     from autograd_lint.dynamic.options import DEFAULT_TIMEOUT
 
     if importlib.util.find_spec("torch") is None:
-        raise DynamicError("--dynamic needs torch: pip install 'autograd-lint[dynamic]'")
+        # No release is published: the install commands that work are a clone's or torch's own.
+        raise DynamicError("--dynamic needs torch in the environment autograd-lint runs in: "
+                           "pip install torch rich (or, in your clone of autograd-lint, pip install '.[dynamic]')")
     settings = config.dynamic
     device = args.device or settings.device or "cpu"
     if device == "cuda":

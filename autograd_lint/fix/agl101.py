@@ -4,7 +4,9 @@ PyTorch wants one value per forward input and accepts extra trailing ``None``s, 
 that is short of values only at the end gets ``None`` for each missing input. Safe when every
 missing input is certainly not a tensor (a number, flag or module: its gradient must be None
 anyway); unsafe when one may be a tensor (it then gets no gradient). No fix when a missing input
-is certainly a tensor (None would hide a forgotten gradient), when a returned value sits at an
+is certainly a tensor (None would hide a forgotten gradient) or reaches forward's output
+through differentiable arithmetic (``x * w + b``: a None for ``b`` turns the crash into a bias
+that never trains, AGL308's harm), when a returned value sits at an
 input that is certainly not a tensor (the values may be misaligned), or when the return is not
 a plain tuple or single value (a list, a conditional, a starred tuple).
 """
@@ -21,7 +23,12 @@ from autograd_lint.analysis.tensorness import Tensorness
 from autograd_lint.fix.context import FixContext
 from autograd_lint.fix.edits import Fix, append_items, comma
 from autograd_lint.findings import Finding
-from autograd_lint.rules._common import reachable_returns, returned_values, tuple_concatenation
+from autograd_lint.rules._common import (
+    reachable_returns,
+    reaches_output_through_arithmetic,
+    returned_values,
+    tuple_concatenation,
+)
 
 
 def fix(context: FixContext, finding: Finding) -> Optional[Fix]:
@@ -43,6 +50,8 @@ def fix(context: FixContext, finding: Finding) -> Optional[Fix]:
     missing = tensorness[len(values):]
     if Tensorness.TENSOR in missing:
         return None
+    if reaches_output_through_arithmetic(model, len(values)):
+        return None  # None there is AGL308's harm: the crash becomes a gradient silently dropped
     # Safe only on what the annotation, default or use says, not on the parameter's name.
     certain = [_without_name_evidence(model, p) for p in inputs[len(values):]]
     node = context.same_node(backward, ret)

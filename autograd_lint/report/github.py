@@ -1,15 +1,17 @@
 """``--format github``: one GitHub Actions workflow command per finding, which the runner turns
 into an annotation on the file and line (in the job summary and the pull request's diff):
 
-    ::error file=src/ops.py,line=12,endLine=12,col=9,endColumn=17,title=AGL201 (ctx-tensor-attribute)::ctx.x holds a tensor: ...
+    ::error file=src/ops.py,line=12,endLine=12,col=9,endColumn=18,title=AGL201 (ctx-tensor-attribute)::ctx.x holds a tensor: ...
 
 Severity maps to the command: error -> ``error``, warning -> ``warning``, info -> ``notice``.
 Escaping follows the runner's rules (and ``@actions/core``): in the message ``%``, CR and LF
 become ``%25``, ``%0D``, ``%0A``; property values also escape ``:`` and ``,``.
 
 The runner drops ``col``/``endColumn`` when ``endLine`` differs from ``line``, so a finding
-spanning lines is annotated by its lines alone. ``endColumn`` there is the last column of the
-finding (inclusive), one less than the exclusive end of the JSON and SARIF reports.
+spanning lines is annotated by its lines alone. Columns are those of every other format: 1-based,
+``endColumn`` exclusive (the column just after the finding's last character), the same numbers
+as ``column``/``end_column`` in JSON and ``startColumn``/``endColumn`` in SARIF
+(docs/json-schema.md, "Positions").
 GitHub shows at most 10 annotations of each kind per step: use SARIF for whole-repository
 results.
 """
@@ -41,9 +43,9 @@ def annotation(finding: "Finding") -> str:
     properties.append(("endLine", str(max(end_line, finding.line))))
     if end_line <= finding.line:
         properties.append(("col", str(finding.column)))
-        last_column = (finding.end_column or finding.column) - 1
-        if last_column >= finding.column:
-            properties.append(("endColumn", str(last_column)))
+        end_column = finding.end_column or finding.column
+        if end_column > finding.column:  # (a point has no extent to show)
+            properties.append(("endColumn", str(end_column)))
     properties.append(("title", f"{finding.code} ({finding.name})"))
     fields = ",".join(f"{name}={escape_property(value)}" for name, value in properties)
     # With --dynamic, the confirmation and its evidence, as the text format shows them.

@@ -6,7 +6,8 @@ from typing import Optional
 
 import libcst as cst
 
-from autograd_lint.analysis.class_model import Method
+from autograd_lint.analysis.class_model import FunctionModel, Method
+from autograd_lint.analysis.dependence import certain_inputs
 from autograd_lint.analysis.flow import enumerate_paths
 # Re-exported: the rules import it from here.
 from autograd_lint.analysis.non_differentiable import all_outputs_non_differentiable  # noqa: F401
@@ -107,3 +108,16 @@ def reachable_returns(method: Method) -> list[cst.Return]:
         return method.returns
     reached = {id(p.ends_with) for p in paths}
     return [r for r in method.returns if id(r) in reached]
+
+
+def reaches_output_through_arithmetic(model: FunctionModel, first: int) -> list[str]:
+    """The inputs from position ``first`` on that forward's output certainly depends on through
+    differentiable arithmetic (``analysis/dependence.py``, AGL308's facts): backward must give
+    them a gradient, so neither the message nor the fix of a short return may offer ``None``.
+    An input that is certainly not a tensor (``factor: float``), or an integer or boolean tensor,
+    cannot require grad: None is its right gradient, and it is not listed."""
+    inputs = model.inputs or []
+    return [inputs[position].name for position in sorted(certain_inputs(model))
+            if first <= position < len(inputs)
+            and model.input_tensorness.get(inputs[position].name) is not Tensorness.NOT_TENSOR
+            and not model.provenance.is_index_tensor(position)]

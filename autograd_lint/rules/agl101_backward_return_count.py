@@ -11,6 +11,7 @@ from autograd_lint.rules._common import (
     plural,
     raises_only,
     reachable_returns,
+    reaches_output_through_arithmetic,
     returned_values,
 )
 
@@ -42,7 +43,20 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
             problem = _problem(len(values), values, required, len(inputs), passed)
             if problem:
                 yield module.at(CODE, model, backward, ret,
-                                f"backward returns {plural(len(values), 'value')} {problem} ({names}); {_RAISES}")
+                                f"backward returns {plural(len(values), 'value')} {problem} ({names}); {_RAISES}"
+                                + _not_none(model, len(values)))
+
+
+def _not_none(model, returned: int) -> str:
+    """Why no None may fill the gap (and --fix offers none): a left-out input that forward's
+    output depends on through differentiable arithmetic would then never get a gradient."""
+    trained = reaches_output_through_arithmetic(model, returned)
+    if not trained:
+        return ""
+    which = ", ".join(trained)
+    return (f"; forward's output depends on {which} through differentiable arithmetic: return "
+            f"{'its gradient' if len(trained) == 1 else 'their gradients'}, not None (a None would silently "
+            f"never train {'it' if len(trained) == 1 else 'them'}, so no fix is offered)")
 
 
 _RAISES = "backward raises 'returned an incorrect number of gradients'"
