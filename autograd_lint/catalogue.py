@@ -174,6 +174,7 @@ RULES: dict[str, RuleInfo] = {
                  confirmable=True, explains=("AGL901",)),
         RuleInfo("AGL206", "ctx-attr-undefined", "error",
                  "backward reads a ctx attribute that forward/setup_context never sets",
+                 graded="error / warning (a private name torch's ctx may provide)",
                  confirmable=True, explains=("AGL901",),
                  rests_on=("forward", "setup_context", "backward")),
         RuleInfo("AGL207", "ctx-tensor-bypasses-hooks", "warning",

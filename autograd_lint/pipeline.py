@@ -39,11 +39,11 @@ class FileResult:
     path: str
     findings: list[Finding] = field(default_factory=list)
     function_classes: int = 0
+    # "path: what went wrong" for failures of the linter itself (a rule crashing on this file).
+    internal_errors: list[str] = field(default_factory=list)
     # (name, line of the `class` statement) of each Function class the static scan found, nested
     # and conditional ones included: ``--dynamic`` accounts for every one of them.
     function_class_sites: list[tuple[str, int]] = field(default_factory=list)
-    # "path: what went wrong" for failures of the linter itself (a rule crashing on this file).
-    internal_errors: list[str] = field(default_factory=list)
 
 
 @dataclass

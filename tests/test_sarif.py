@@ -86,8 +86,13 @@ def test_levels_follow_severity(fixture_reports):
     graded = {(f["code"], f["severity"]) for f in plain["findings"] if RULES[f["code"]].graded}
     assert graded >= {("AGL304", "error"), ("AGL304", "warning")}
     for finding in plain["findings"]:
-        if not RULES[finding["code"]].graded:
-            assert finding["severity"] == RULES[finding["code"]].severity
+        if RULES[finding["code"]].graded:
+            continue
+        if RULES[finding["code"]].severity == "error" and finding["severity"] == "warning":
+            # an error that rests on something unread or unreachable (analysis/certainty.py)
+            assert "(not certain: " in finding["message"] or "nothing reaches this yet" in finding["message"]
+            continue
+        assert finding["severity"] == RULES[finding["code"]].severity
     for rule in run["tool"]["driver"]["rules"]:
         assert rule["defaultConfiguration"]["level"] == expected[RULES[rule["id"]].severity]
 
