@@ -569,14 +569,18 @@ def _with_path(result: FileResult, path: str) -> FileResult:
 
 # --- dependents: other files whose verdict the given files decide ---------------------------
 
+# Findings that no base class or .apply call can cause: whether a gradcheck reaches the class.
+_NOT_CAUSED_BY_OTHERS = frozenset({"AGL502"})
+
+
 def _dependent_results(states: list[_State], given: Sequence[int], others: Sequence[int], project: ProjectFacts,
                        selection_for: Callable[[str], RuleFilter], pool: WorkerPool,
                        cache: Optional[Cache]) -> list[FileResult]:
     """The findings of the Function classes in ``others`` (indexes among ``states``, facts known)
     that depend on the ``given`` files (``project.dependent_classes``: a subclass of a class
     there, a class whose ``.apply`` or gradcheck calls are there), each message naming the given
-    file. Every finding of such a class, not only those a change would cause: which ones a
-    change causes needs the file as it was, which a run does not have. Only files holding such
+    file. Every finding of such a class (AGL502 aside), not only those a change would cause:
+    which ones a change causes needs the file as it was, which a run does not have. Only files holding such
     a class are read and linted; one result per file with findings, in the project's order."""
     given_modules = {module_name_of(states[i].path).name: states[i].path for i in given}
     why = dependent_classes(project, [(module_name_of(states[i].path), states[i].facts) for i in given
@@ -601,7 +605,7 @@ def _dependent_results(states: list[_State], given: Sequence[int], others: Seque
         findings = []
         for finding in result.findings:
             reason = wanted[i].get(finding.function_class or "")
-            if reason is not None:
+            if reason is not None and finding.code not in _NOT_CAUSED_BY_OTHERS:
                 module, what = reason
                 note = f" (found through {given_modules[module]}: {what} there)"
                 findings.append(replace(finding, message=finding.message + note))
