@@ -578,10 +578,10 @@ def _dependent_results(states: list[_State], given: Sequence[int], others: Seque
                        cache: Optional[Cache]) -> list[FileResult]:
     """The findings of the Function classes in ``others`` (indexes among ``states``, facts known)
     that depend on the ``given`` files (``project.dependent_classes``: a subclass of a class
-    there, a class whose ``.apply`` or gradcheck calls are there), each message naming the given
-    file. Every finding of such a class (AGL502 aside), not only those a change would cause:
-    which ones a change causes needs the file as it was, which a run does not have. Only files holding such
-    a class are read and linted; one result per file with findings, in the project's order."""
+    there, a class whose ``.apply`` calls are there), each message naming the given file.
+    Every finding of such a class (AGL502 aside), not only those a change would cause: which
+    ones a change causes needs the file as it was, which a run does not have. Only the files
+    holding such a class are read and linted; one result per file with findings."""
     given_modules = {module_name_of(states[i].path).name: states[i].path for i in given}
     why = dependent_classes(project, [(module_name_of(states[i].path), states[i].facts) for i in given
                                       if states[i].facts is not None])
