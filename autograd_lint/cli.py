@@ -14,6 +14,7 @@ import gc
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Optional, Sequence, TextIO
 
@@ -130,7 +131,7 @@ def _main(argv: list[str]) -> int:
         max_file_size = args.max_file_size or config.max_file_size or DEFAULT_MAX_FILE_SIZE
         projects = _Projects(config, spec, paths, discovered)
         results = _lint(discovered.files, selection_for, max_file_size, _jobs_for(args.jobs),
-                        _cache_dir(args, config), discovered.stats, projects)
+                        _cache_dir(args, config), discovered.stats, projects, _wants_dependents(args, paths))
         fix_lines: list[str] = []
         if args.fix or args.diff:  # the fixers (and libcst) load only when asked for
             from autograd_lint.fix.driver import process as process_fixes
@@ -298,6 +299,10 @@ def build_parser() -> argparse.ArgumentParser:
     files.add_argument("--stdin-filename", metavar="PATH",
                        help="with - as the PATH: lint the text read from stdin as the file PATH "
                        "(its settings, per-file-ignores, project and report path)")
+    files.add_argument("--no-dependents", action="store_true",
+                       help="with files named (as pre-commit does): report only their findings, not "
+                       "those of the project's classes that depend on them (subclasses of their "
+                       "Function classes, classes they .apply or gradcheck)")
     files.add_argument("--max-file-size", metavar="BYTES", type=_positive_int,
                        help=f"report larger files as AGL000 without reading them "
                        f"(default: {DEFAULT_MAX_FILE_SIZE} = 5 MiB)")
@@ -414,9 +419,20 @@ class _Projects:
         return self._files[root]
 
 
+def _wants_dependents(args: argparse.Namespace, paths: list[str]) -> bool:
+    """Report the files that depend on the given ones (``engine.lint_paths``'s ``dependents``):
+    when only files are named (pre-commit names the staged files), not directories (a
+    directory's run lints what it holds); not when fixing (only the named files are edited) or
+    importing them (--dynamic checks the named files)."""
+    return (not args.no_dependents and not (args.fix or args.diff or args.dynamic)
+            and all(os.path.isfile(path) for path in paths))
+
+
 def _lint(files: list[str], selection_for: RulesPerFile, max_file_size: int, jobs: int,
-          cache_dir: Optional[str], stats: Optional[dict] = None, projects: Optional[_Projects] = None) -> list:
-    """One engine run: each file is judged with the facts of its own project."""
+          cache_dir: Optional[str], stats: Optional[dict] = None, projects: Optional[_Projects] = None,
+          dependents: bool = False) -> list:
+    """One engine run: each file is judged with the facts of its own project. ``dependents``:
+    the results of the project files that depend on them follow (``engine.lint_paths``)."""
     from autograd_lint.engine import lint_projects
 
     groups: dict[Optional[str], list[int]] = {}
@@ -433,12 +449,23 @@ def _lint(files: list[str], selection_for: RulesPerFile, max_file_size: int, job
             project_paths, project_stats = projects.files_of(root)
         layout.append((group, project_paths))
         all_stats = {**project_stats, **all_stats}
-    found = lint_projects(layout, selection_for, max_file_size, jobs=jobs, cache_dir=cache_dir, stats=all_stats)
+    found = lint_projects(layout, selection_for, max_file_size, jobs=jobs, cache_dir=cache_dir, stats=all_stats,
+                          dependents=dependents and projects is not None)
     results: list = [None] * len(files)
+    depending: list = []
     for indexes, group_results in zip(groups.values(), found):
         for i, result in zip(indexes, group_results):
             results[i] = result
-    return results
+        depending += group_results[len(indexes):]
+    return results + [replace(result, path=_shown(result.path), findings=[f.with_path(_shown(f.path)) for f in result.findings])
+                      for result in depending]
+
+
+def _shown(path: str) -> str:
+    """A dependent's path (the project walk's, absolute) as the given files are usually named:
+    relative to the current directory when it lies below it."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith(os.pardir) else relative
 
 
 def _start_dynamic(args: argparse.Namespace, config: Config):

@@ -24,7 +24,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 from autograd_lint.analysis.names import module_name_of
 from autograd_lint.analysis.precheck import TextSummary, summarize
-from autograd_lint.analysis.project import FileFacts, ProjectFacts
+from autograd_lint.analysis.project import FileFacts, ProjectFacts, dependent_classes
 from autograd_lint.analysis.source_file import SourceFile
 from autograd_lint.cache import OTHERS_FILE_NAME, PROJECT_FILE_NAME, Cache, RunMemo, content_hash, stamp
 from autograd_lint.catalogue import RULES
@@ -62,6 +62,7 @@ def lint_paths(
     cache_dir: Optional[str] = None,
     stats: Optional[dict[str, os.stat_result]] = None,
     project_paths: Sequence[str] = (),
+    dependents: bool = False,
 ) -> list[FileResult]:
     """Lint every file (already discovered) and return one result per file, in order.
 
@@ -70,9 +71,12 @@ def lint_paths(
     bad input. ``jobs`` worker processes share the work; ``cache_dir`` enables the cache.
     ``stats``: path -> ``os.stat`` from discovery, the cache's stamps (else the cache stats each
     file itself). ``project_paths``: the other files of their project (``project_scope``): their
-    facts count, they are not linted.
+    facts count, they are not linted. ``dependents``: also lint the other files whose Function
+    classes depend on the given files (``_dependent_results``): their findings follow the
+    given files' results, each message naming the given file it depends on.
     """
-    return lint_projects([(paths, project_paths)], selection_for, max_file_size, jobs, cache_dir, stats)[0]
+    return lint_projects([(paths, project_paths)], selection_for, max_file_size, jobs, cache_dir, stats,
+                         dependents)[0]
 
 
 def lint_projects(
@@ -82,11 +86,13 @@ def lint_projects(
     jobs: int = 1,
     cache_dir: Optional[str] = None,
     stats: Optional[dict[str, os.stat_result]] = None,
+    dependents: bool = False,
 ) -> list[list[FileResult]]:
     """``lint_paths`` for the files of several projects in one run (the CLI given files of
     several subprojects): ``groups`` holds, per project, the files to lint and the project's
     files. One cache, one worker pool: every file is read in one parallel step, and each
-    project's facts judge its own files only."""
+    project's facts judge its own files only. ``dependents``: as ``lint_paths``'s (each
+    project's list then holds its given files' results, then its dependents')."""
     stats = stats or {}
     layout = [(list(paths), _others(paths, project_paths)) for paths, project_paths in groups]
     memo, run_key = None, ""
@@ -95,10 +101,10 @@ def lint_projects(
         others_keys = [_others_key(others, stats, max_file_size) for _, others in layout]
         memo = RunMemo.load(cache_dir)
         run_key = RunMemo.key([_run_key(paths, selection_for, max_file_size, stats, others_key)
-                               for (paths, _), others_key in zip(layout, others_keys)])
+                               for (paths, _), others_key in zip(layout, others_keys)] + [dependents])
         if run_key in memo.runs:  # the very same run as before: its result, nothing else loaded
             return [_results_of(paths, stored) for (paths, _), stored in zip(layout, memo.runs[run_key])]
-        known = _with_known_others(layout, others_keys, selection_for, max_file_size, cache_dir)
+        known = _with_known_others(layout, others_keys, selection_for, max_file_size, cache_dir, dependents)
         if known is not None:  # a few files of a project whose other files are as last time
             memo.save(run_key, [_stored_results(known)])
             return [known]
@@ -120,6 +126,9 @@ def lint_projects(
             for linted, everything in spans:
                 project = _gather_project_facts(states, pool, cache, everything)
                 results.append(_lint_all(states, selection_for, project, pool, cache, linted))
+                if dependents:
+                    others = range(linted.stop, everything.stop)
+                    results[-1] += _dependent_results(states, linted, others, project, selection_for, pool, cache)
         finally:
             pool.close()
         if cache_dir and _few_of_a_project(layout):
@@ -161,18 +170,21 @@ class OthersFacts:
     names: frozenset[str]
     facts: list[tuple[Any, FileFacts]]
     grad_fn_attributes: list[tuple[None, FileFacts]]
+    paths: list[str]  # the file of each of ``facts``: where a dependent class lies
 
     @classmethod
     def remember(cls, cache_dir: str, key: str, others: list[_State], project: ProjectFacts) -> None:
-        merged = [(module_name_of(s.path), s.facts) for s in others if s.facts is not None]
+        with_facts = [s for s in others if s.facts is not None]
+        merged = [(module_name_of(s.path), s.facts) for s in with_facts]
         attributes = [(None, FileFacts(grad_fn_attributes=set(s.summary.grad_fn_attributes))) for s in others
                       if s.summary is not None and s.summary.grad_fn_attributes]
-        RunMemo.load(cache_dir, OTHERS_FILE_NAME).save(key, cls(project.function_names, merged, attributes))
+        RunMemo.load(cache_dir, OTHERS_FILE_NAME).save(
+            key, cls(project.function_names, merged, attributes, [s.path for s in with_facts]))
 
 
 def _with_known_others(layout: list[tuple[list[str], list[str]]], others_keys: list[str],
                        selection_for: Callable[[str], RuleFilter], max_file_size: Optional[int],
-                       cache_dir: str) -> Optional[list[FileResult]]:
+                       cache_dir: str, dependents: bool = False) -> Optional[list[FileResult]]:
     """The results of a run of a few files of a project whose other files are unchanged since a
     run of the same kind (``OthersFacts``): only the few files are read; None when that does not
     apply, or when their facts change the project's Function names (then the whole gathering
@@ -197,7 +209,13 @@ def _with_known_others(layout: list[tuple[list[str], list[str]]], others_keys: l
                if s.summary is not None and s.summary.grad_fn_attributes] + known.grad_fn_attributes)
         if project.function_names != names:
             return None
-        return _lint_all(states, selection_for, project, pool, None, range(len(states)))
+        results = _lint_all(states, selection_for, project, pool, None, range(len(states)))
+        if dependents:  # their files are read now (few: the classes that depend on these files)
+            given = len(states)
+            states += [_State(path, facts=facts) for path, (_, facts) in zip(known.paths, known.facts)]
+            results += _dependent_results(states, range(given), range(given, len(states)), project, selection_for,
+                                          pool, None)
+        return results
     finally:
         pool.close()
 
@@ -238,7 +256,9 @@ def _stored_results(results: list[FileResult]) -> dict[int, FileResult]:
 
 
 def _results_of(paths: Sequence[str], stored: dict[int, FileResult]) -> list[FileResult]:
-    return [stored.get(i) or FileResult(path) for i, path in enumerate(paths)]
+    """The given files' results, then those of their dependents (stored after them)."""
+    return [stored.get(i) or FileResult(path) for i, path in enumerate(paths)] + [
+        stored[i] for i in sorted(stored) if i >= len(paths)]
 
 
 def lint_text(path: str, text: str, selection: RuleFilter,
@@ -559,3 +579,50 @@ def _unlinted_result(state: _State, codes: frozenset[str]) -> FileResult:
 def _with_path(result: FileResult, path: str) -> FileResult:
     return replace(result, path=path, findings=[f.with_path(path) for f in result.findings],
                    internal_errors=list(result.internal_errors))
+
+
+# --- dependents: other files whose verdict the given files decide ---------------------------
+
+# Findings that no base class or .apply call can cause: whether a gradcheck reaches the class.
+_NOT_CAUSED_BY_OTHERS = frozenset({"AGL502"})
+
+
+def _dependent_results(states: list[_State], given: Sequence[int], others: Sequence[int], project: ProjectFacts,
+                       selection_for: Callable[[str], RuleFilter], pool: WorkerPool,
+                       cache: Optional[Cache]) -> list[FileResult]:
+    """The findings of the Function classes in ``others`` (indexes among ``states``, facts known)
+    that depend on the ``given`` files (``project.dependent_classes``: a subclass of a class
+    there, a class whose ``.apply`` calls are there), each message naming the given file.
+    Every finding of such a class (AGL502 aside), not only those a change would cause: which
+    ones a change causes needs the file as it was, which a run does not have. Only the files
+    holding such a class are read and linted; one result per file with findings."""
+    given_modules = {module_name_of(states[i].path).name: states[i].path for i in given}
+    why = dependent_classes(project, [(module_name_of(states[i].path), states[i].facts) for i in given
+                                      if states[i].facts is not None])
+    if not why:
+        return []
+    wanted: dict[int, dict[str, tuple[str, str]]] = {}  # file -> its dependent classes -> why
+    for i in others:
+        facts = states[i].facts
+        if facts is None or not facts.classes:
+            continue
+        module = module_name_of(states[i].path).name
+        for name, *_ in facts.classes:
+            reason = why.get(f"{module}.{name}")
+            if reason is not None:
+                wanted.setdefault(i, {})[name] = reason
+    if not wanted:
+        return []
+    files = sorted(wanted)
+    results = []
+    for i, result in zip(files, _lint_all(states, selection_for, project, pool, cache, files)):
+        findings = []
+        for finding in result.findings:
+            reason = wanted[i].get(finding.function_class or "")
+            if reason is not None and finding.code not in _NOT_CAUSED_BY_OTHERS:
+                module, what = reason
+                note = f" (found through {given_modules[module]}: {what} there)"
+                findings.append(replace(finding, message=finding.message + note))
+        if findings or result.internal_errors:
+            results.append(FileResult(result.path, findings, internal_errors=result.internal_errors))
+    return results

@@ -132,3 +132,27 @@ def test_the_projects_excludes_apply_to_staged_files(user_repo: Path, environmen
     write(user_repo / "ops.py", CLEAN_SOURCE)
     result = commit(user_repo, environment, "pyproject.toml", "generated/ops.py", "ops.py")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_staged_base_that_breaks_an_unstaged_subclass_is_refused(user_repo: Path, environment):
+    """Issue 30: a new input to a base's forward, only base.py staged. Scaled (in activations.py,
+    not staged) was right before; its backward now returns one gradient for two inputs."""
+    from test_dependents import ACTIVATIONS, BASE, BASE_BEFORE, SCALED_RETURN, UNRELATED
+
+    write(user_repo / "base.py", BASE_BEFORE)
+    write(user_repo / "activations.py", ACTIVATIONS)
+    write(user_repo / "unrelated.py", UNRELATED)
+    assert commit(user_repo, environment, "base.py", "activations.py", "unrelated.py").returncode == 0
+    write(user_repo / "base.py", BASE)
+    result = commit(user_repo, environment, "base.py")
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    line, column = SCALED_RETURN
+    assert f"activations.py:{line}:{column}: AGL101" in output
+    assert "(found through base.py: its base class Activation is there)" in output
+    assert git("log", "--oneline", cwd=user_repo, env=environment).stdout.count("\n") == 2  # not committed
+    # A change to a file nothing depends on passes; the broken subclass is not its business.
+    git("reset", "-q", "base.py", cwd=user_repo, env=environment)
+    write(user_repo / "unrelated.py", UNRELATED + "\n# edited\n")
+    result = commit(user_repo, environment, "unrelated.py")
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -268,6 +268,42 @@ class ProjectFacts:
         )
 
 
+def dependent_classes(project: ProjectFacts, given: list[tuple[ModuleName, FileFacts]]
+                      ) -> dict[str, tuple[str, str]]:
+    """The Function classes of other modules whose lint reads something of the ``given`` files
+    (each with its module's name), by key -> (the given module, what of it they read): a subclass,
+    at any depth, of a Function class defined there (it inherits its methods and signature),
+    and a class whose ``.apply(...)`` calls are written there (what callers pass decides which
+    inputs are tensors, and AGL101's count). What a pre-commit hook on a staged base must also
+    report (``engine``'s dependents). A gradcheck call is not a dependence: it can only silence
+    AGL502, never cause a finding."""
+    given_modules = {module.name for module, _ in given}
+    defined = {f"{module.name}.{name}": module.name for module, facts in given for name, *_ in facts.classes}
+    why: dict[str, tuple[str, str]] = {}
+    changed = True
+    while changed:  # subclasses of subclasses: each names the given module its chain reaches
+        changed = False
+        for key, bases in project.bases.items():
+            if key in why or key in defined:
+                continue
+            for base in bases:
+                if base in defined:
+                    why[key] = (defined[base], f"its base class {base.rpartition('.')[2]} is")
+                elif base in why:
+                    why[key] = why[base]
+                else:
+                    continue
+                changed = True
+                break
+    for module, facts in given:
+        scope = Scope(module, facts.symbols, project.names)
+        for name in facts.apply_arg_counts:
+            key = scope.function_key(name)
+            if key is not None and key not in defined and key not in why:
+                why[key] = (module.name, f".apply calls of {key.rpartition('.')[2]} are")
+    return {key: reason for key, reason in why.items() if key.rpartition(".")[0] not in given_modules}
+
+
 def _is_private(module: str) -> bool:
     """A module for its package's own use: a part of its dotted name starts with one ``_``."""
     return any(part.startswith("_") and not part.startswith("__") for part in module.split("."))
