@@ -26,7 +26,7 @@ def _real_ctx_members() -> set[str]:
 def _ctx_of_a_real_function():
     seen = {}
 
-    class Double(torch.autograd.Function):
+    class CtxProbe(torch.autograd.Function):
         @staticmethod
         def forward(ctx, x):
             seen["ctx"] = ctx
@@ -36,7 +36,7 @@ def _ctx_of_a_real_function():
         def backward(ctx, grad):
             return grad * 2
 
-    Double.apply(torch.ones(2, requires_grad=True))
+    CtxProbe.apply(torch.ones(2, requires_grad=True))
     return seen["ctx"]
 
 
