@@ -10,9 +10,12 @@ the same with the sandbox on or off. Nothing here hangs: every child gets a wide
 
 from __future__ import annotations
 
+import errno
 import json
 import shutil
 import socket
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -22,7 +25,7 @@ from conftest import REPO_ROOT, assert_no_traceback, run_cli
 
 pytest.importorskip("torch")
 
-from autograd_lint.dynamic.sandbox import missing_for_require  # noqa: E402
+from autograd_lint.dynamic.sandbox import landlock_abi, missing_for_require  # noqa: E402
 
 MISSING = missing_for_require()
 LIMIT = "300"  # seconds per child: nothing here hangs, and each takes a second or a few
@@ -168,3 +171,30 @@ def test_the_children_get_an_environment_stripped_to_what_torch_needs():
                    "HOME": "/home/user"}
     assert sorted(kept_environment(environment)) == ["CUDA_VISIBLE_DEVICES", "LC_ALL", "OMP_NUM_THREADS", "PATH"]
     assert "MY_SETTING" in kept_environment(environment, ["MY_SETTING"])
+
+
+@pytest.mark.skipif(landlock_abi() < 4, reason="Landlock's TCP rules need ABI 4 (Linux 6.7)")
+def test_without_a_network_namespace_landlock_denies_tcp(tmp_path):
+    """The fallback where the kernel refuses namespaces: Landlock's TCP rules, in a process of its own."""
+    program = f"""
+import socket
+from autograd_lint.dynamic import sandbox
+sandbox._network_namespace = lambda libc: ""  # as where unshare is refused
+print(sandbox.enter({str(tmp_path)!r}, "require")["network"])
+try:
+    socket.create_connection(("127.0.0.1", 9), timeout=30)
+except OSError as error:
+    print(type(error).__name__, error.errno, sandbox.blocked(error))
+"""
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300,
+                            cwd=REPO_ROOT)
+    assert result.stdout.splitlines() == [
+        "Landlock TCP rules (TCP only)",
+        f"PermissionError {errno.EACCES} blocked by the sandbox: network connect to 127.0.0.1:9 denied"], result.stderr
+
+
+def test_the_config_key_is_checked(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.autograd-lint.dynamic]\nsandbox = "sometimes"\n', encoding="utf-8")
+    shutil.copy(FIXTURES / "wrong.py", tmp_path / "wrong.py")
+    result = run_cli("--dynamic", "--no-cache", "wrong.py", cwd=tmp_path, timeout=600)
+    assert result.returncode == 2 and "sandbox must be one of auto, require, off; got 'sometimes'" in result.stderr

@@ -3,7 +3,10 @@
 Never imports torch or the user's code itself. Each module with a Function class gets a child
 (``child.main``), forked from the fork server where there is one, else its own interpreter
 (``processes``), with a time limit, in a scratch directory that is also its TMPDIR and the home
-of every cache torch may write (inductor, triton), so nothing lands in the user's tree. A child
+of every cache torch may write (inductor, triton), so nothing lands in the user's tree; with
+``--dynamic-sandbox`` auto or require (``sandbox``) the children get a stripped environment
+(``kept_environment``) and each one, before the user's import, drops the network and every write
+outside its own directory; what it stopped is named (status "sandbox-blocked"). A child
 that times out, dies on a signal or exits on one class leaves that class not checked (and its
 static findings ``unverified``) with the reason, and the module's remaining classes are checked in
 a fresh child (``ModuleAnswer.absorb``): a hang in one class hides none after it. Every Function

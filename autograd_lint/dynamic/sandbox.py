@@ -146,6 +146,10 @@ def enter(workdir: str, mode: str) -> dict:
     cannot be put on. Call it single-threaded (just after a fork, or before importing torch)."""
     _private_directories(workdir)
     applied = {"network": "", "filesystem": ""}
+    if not sys.platform.startswith("linux"):  # no namespaces, no Landlock: only the environment
+        if mode == "require":
+            raise SandboxError(errno.ENOSYS, f"no sandbox on {sys.platform}")
+        return applied
     libc = _libc()
     applied["network"] = _network_namespace(libc)
     abi = landlock_abi()
