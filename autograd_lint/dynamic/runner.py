@@ -445,7 +445,7 @@ def sandbox_summary(options: DynamicOptions, answers: Iterable[ModuleAnswer], en
         summary[protection] = (ways[0] if len(ways) == 1 else
                                f"partly: {', '.join(way or 'none' for way in ways)}" if ways else "")
     passed = [name for name in options.pass_env if name in environment]
-    summary["environment"] = (f"stripped to {len(environment)} variables"
+    summary["environment"] = ("stripped to what torch needs"
                               + (f" (passed on purpose: {', '.join(passed)})" if passed else ""))
     return summary
 
