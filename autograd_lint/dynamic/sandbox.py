@@ -207,8 +207,9 @@ def _landlock(libc, abi: int, workdir: str, tcp: bool) -> dict:
         raise _os_error("landlock_create_ruleset")
     try:
         writable = [workdir] + [path for pattern in WRITABLE_DEVICES for path in glob.glob(pattern)]
+        file_rights = ACCESS_FS_WRITE_FILE | (ACCESS_FS_TRUNCATE if abi >= 3 else 0)  # a device: no create
         for path in writable:
-            rights = handled_fs if os.path.isdir(path) else ACCESS_FS_WRITE_FILE | (ACCESS_FS_TRUNCATE if abi >= 3 else 0)
+            rights = handled_fs if os.path.isdir(path) else file_rights
             try:
                 descriptor = os.open(path, os.O_PATH | os.O_CLOEXEC)
             except OSError:
