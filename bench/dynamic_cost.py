@@ -85,9 +85,9 @@ def timed(command: list[str], cwd: Path, environment: dict) -> tuple[float, subp
 
 
 def dynamic_run(paths: list[str], cwd: Path, args: argparse.Namespace, report_path: str,
-                fork_server: bool = True) -> tuple[float, dict]:
+                fork_server: bool = True, sandbox: str = "") -> tuple[float, dict]:
     command = [sys.executable, "-m", "autograd_lint", "--dynamic", "--no-cache", "-q", "-j", args.jobs,
-               "--dynamic-report", report_path, *paths]
+               "--dynamic-report", report_path, "--dynamic-sandbox", sandbox or args.dynamic_sandbox, *paths]
     if args.no_declared_examples:
         command.append("--no-declared-examples")
     if args.dynamic_timeout:
@@ -122,9 +122,12 @@ def compare_generated(args: argparse.Namespace) -> int:
                 sys.exit(f"the single process failed: {single.stderr.strip()}")
             if args.compare_one_interpreter_each:
                 row["one interpreter each"], _ = dynamic_run(["genpkg"], root, args, report_path, fork_server=False)
+            if args.compare_sandbox_off:
+                row["sandbox off"], _ = dynamic_run(["genpkg"], root, args, report_path, sandbox="off")
             rows.append(row)
     median = {key: statistics.median(row[key] for row in rows) for key in rows[0]}
-    print(f"generated package: {args.generated} modules, one small Function each; --dynamic -j {args.jobs}; "
+    print(f"generated package: {args.generated} modules, one small Function each; --dynamic -j {args.jobs} "
+          f"--dynamic-sandbox {args.dynamic_sandbox}; "
           f"median of {args.rounds} rounds (seconds)")
     for key, value in median.items():
         print(f"  {key:22} {value:7.2f}")
@@ -132,6 +135,10 @@ def compare_generated(args: argparse.Namespace) -> int:
         "--dynamic / single process": statistics.median(row["dynamic"] / row["single process"] for row in rows),
         "--dynamic / floor": statistics.median(row["dynamic"] / row["floor"] for row in rows),
     }
+    if args.compare_sandbox_off:
+        ratios["sandbox off / single process"] = statistics.median(row["sandbox off"] / row["single process"]
+                                                                   for row in rows)
+        ratios["sandbox off / floor"] = statistics.median(row["sandbox off"] / row["floor"] for row in rows)
     if args.compare_one_interpreter_each:
         ratios["one interpreter each / single process"] = statistics.median(
             row["one interpreter each"] / row["single process"] for row in rows)
@@ -184,6 +191,10 @@ def main() -> int:
     parser.add_argument("--compare-one-interpreter-each", action="store_true")
     parser.add_argument("--dynamic-timeout", default=None)
     parser.add_argument("--no-declared-examples", action="store_true")
+    parser.add_argument("--dynamic-sandbox", choices=("auto", "require", "off"), default="auto",
+                        help="the sandbox of the measured run (default: auto, as a user gets it)")
+    parser.add_argument("--compare-sandbox-off", action="store_true",
+                        help="with --generated: each round also runs with --dynamic-sandbox off")
     args = parser.parse_args()
     if args.generated:
         args.jobs = args.jobs or "1"  # the single process uses one core: compare like with like

@@ -80,8 +80,9 @@ class Cube(torch.autograd.Function):
     threads = subprocess.run([sys.executable, "-c", "import torch; print(torch.get_num_threads())"],
                              capture_output=True, text=True, check=True).stdout.strip()
     report = tmp_path / "report.json"
-    result = run("--dynamic", "--no-cache", "-j", "1", "--dynamic-report", str(report),
-                 "a_changes_state.py", "b_sees_defaults.py", cwd=tmp_path,
+    # --dynamic-env: the sandbox passes the children only what torch needs, and what is asked for.
+    result = run("--dynamic", "--no-cache", "-j", "1", "--dynamic-report", str(report), "--dynamic-env",
+                 "EXPECTED_THREADS", "a_changes_state.py", "b_sees_defaults.py", cwd=tmp_path,
                  env={"AUTOGRAD_LINT_DYNAMIC_FORK_SERVER": fork_server, "EXPECTED_THREADS": threads})
     entries = {entry["function_class"]: entry for entry in json.loads(report.read_text())["functions"]}
     assert entries["Cube"]["status"] == "checked", (entries["Cube"], result.stderr)

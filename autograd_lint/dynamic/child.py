@@ -55,6 +55,9 @@ def _build_inputs(cls: type, module: Any, request: dict, entry: dict) -> ClassIn
         return ClassInputs(reason=entry["reason"])
     except BaseException as error:  # noqa: B036 - the user's code can raise anything
         entry["reason"] = f"building inputs raised {type(error).__name__}: {_first_line(error)}"
+        blocked = _blocked(error, request)
+        if blocked:
+            entry["blocked"] = blocked
         return ClassInputs(reason=entry["reason"])
     if outcome.chosen is None:
         entry["reason"] = outcome.reason
@@ -68,6 +71,15 @@ def main(argv: list[str]) -> int:
     sys.dont_write_bytecode = True  # never a __pycache__ in the user's tree
     result: dict = {"import": "failed", "reason": "", "classes": [], "confirmations": {}, "done": False}
     writer = _ResultWriter(result_path, result)
+    if request.get("sandbox", "off") != "off":  # before torch (one interpreter each) and the user's code
+        from autograd_lint.dynamic import sandbox
+
+        try:
+            result["sandbox"] = sandbox.enter(os.path.dirname(os.path.abspath(result_path)), request["sandbox"])
+        except OSError as error:
+            result["reason"] = f"--dynamic-sandbox require: not run, the sandbox could not be put on ({error})"
+            writer.write()
+            return 0
 
     try:
         import torch  # noqa: F401  (its own failure is reported like a failed import)
@@ -89,6 +101,10 @@ def main(argv: list[str]) -> int:
         return 0
     except BaseException as error:  # noqa: B036 - the user's import can raise anything
         result["reason"] = f"failed to import: {type(error).__name__}: {_first_line(error)}"
+        blocked = _blocked(error, request)
+        if blocked:
+            result["blocked"] = blocked
+            result["reason"] = f"{blocked} ({result['reason']})"
         writer.write()
         return 0
     result["import"] = "ok"
@@ -446,6 +462,15 @@ class _ResultWriter:
         with open(temporary, "w", encoding="utf-8") as handle:
             json.dump(self.result, handle, default=repr)
         os.replace(temporary, self.path)  # the runner never reads a half-written file
+
+
+def _blocked(error: BaseException, request: dict) -> str:
+    """What the sandbox stopped, when ``error`` comes from it ("" otherwise, or with it off)."""
+    if request.get("sandbox", "off") == "off":
+        return ""
+    from autograd_lint.dynamic.sandbox import blocked
+
+    return blocked(error)
 
 
 def exit_call(exit_: SystemExit) -> str:

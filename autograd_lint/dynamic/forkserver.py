@@ -32,7 +32,9 @@ whatever a module changes in torch's global state (default dtype, deterministic 
 grad mode, threads, RNG) dies with its child and the next module starts from the server's
 state, which no user code ever touched. The child gets its own session, working directory,
 stdin/stdout on /dev/null, and the scratch environment (bytecode writing off) inherited from the
-server. CUDA: the server never touches it (neither the warm-up nor ``torch.cuda.is_available()``,
+server. The sandbox (``sandbox.enter``, called first thing in ``child.main``) is put on in each
+fork, not in the server: a fork is single-threaded, as entering a user namespace requires, and
+each child may write only to its own directory. CUDA: the server never touches it (neither the warm-up nor ``torch.cuda.is_available()``,
 which would initialise the driver and make CUDA unusable in every fork); a child asks for CUDA
 only after the fork, in ``child.main``, and ``warm_up`` refuses to serve if CUDA got initialised.
 No GPU was available where this was written: the CUDA path is covered by this rule, not by a run.

@@ -8,6 +8,7 @@ from pathlib import Path
 from autograd_lint.catalogue import RULES
 
 DEVICES = ("cpu", "cuda", "auto")
+SANDBOX_MODES = ("auto", "require", "off")
 DEFAULT_TIMEOUT = 60.0  # seconds per module: the torch import alone takes ~2 s
 
 
@@ -31,6 +32,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--dynamic-report", metavar="FILE", default=None,
                        help="write a JSON report per Function class (checked or why not, where its "
                        f"inputs came from, what ran, seconds) to FILE; its JSON schema: {report_schema_path()}")
+    group.add_argument("--dynamic-sandbox", choices=SANDBOX_MODES, default=None,
+                       help="the children that run your code: no network, writes only to their scratch "
+                       "directory, an environment stripped to what torch needs (Linux: network namespace, "
+                       "Landlock). auto (default): what the kernel offers, said in the summary; require: exit 2 "
+                       "where a protection is not available; off: run with your full rights and environment")
+    group.add_argument("--dynamic-env", metavar="NAME", action="append", default=None,
+                       help="pass the environment variable NAME to the children on purpose (repeatable); the "
+                       "sandbox strips the others but those torch needs")
     group.add_argument("--dynamic-require-checked", action="store_true",
                        help="exit 1 when --dynamic could not check a Function class with gradcheck (no "
                        "inputs, only partly checked, the module failed to import, the class timed out, "

@@ -3,7 +3,10 @@
 Never imports torch or the user's code itself. Each module with a Function class gets a child
 (``child.main``), forked from the fork server where there is one, else its own interpreter
 (``processes``), with a time limit, in a scratch directory that is also its TMPDIR and the home
-of every cache torch may write (inductor, triton), so nothing lands in the user's tree. A child
+of every cache torch may write (inductor, triton), so nothing lands in the user's tree; with
+``--dynamic-sandbox`` auto or require (``sandbox``) the children get a stripped environment
+(``kept_environment``) and each one, before the user's import, drops the network and every write
+outside its own directory; what it stopped is named (status "sandbox-blocked"). A child
 that times out, dies on a signal or exits on one class leaves that class not checked (and its
 static findings ``unverified``) with the reason, and the module's remaining classes are checked in
 a fresh child (``ModuleAnswer.absorb``): a hang in one class hides none after it. Every Function
@@ -47,6 +50,8 @@ class DynamicOptions:
     use_declared: bool = True  # False: --no-declared-examples
     show_progress: bool = True
     require_checked: bool = False  # --dynamic-require-checked: a class not checked fails the run
+    sandbox: str = "auto"  # --dynamic-sandbox: auto | require | off (sandbox.py)
+    pass_env: tuple[str, ...] = ()  # --dynamic-env NAME: variables passed to the children on purpose
 
 
 class DynamicError(Exception):
@@ -74,8 +79,17 @@ def options_from(args, config, jobs: int) -> DynamicOptions:
 
         if not torch.cuda.is_available():
             raise DynamicError("--device cuda: no CUDA device is available (torch.cuda.is_available() is False)")
+    sandbox_mode = args.dynamic_sandbox or settings.sandbox or "auto"
+    if sandbox_mode == "require":
+        from autograd_lint.dynamic.sandbox import missing_for_require
+
+        missing = missing_for_require()
+        if missing:
+            raise DynamicError("--dynamic-sandbox require: this system cannot restrict "
+                               + "; ".join(missing) + " (use --dynamic-sandbox auto to run with what it offers)")
     return DynamicOptions(
-        root=str(config.root), device=device,
+        root=str(config.root), device=device, sandbox=sandbox_mode,
+        pass_env=tuple(dict.fromkeys([*settings.env, *(args.dynamic_env or [])])),
         timeout=args.dynamic_timeout or settings.timeout or DEFAULT_TIMEOUT, jobs=jobs,
         examples={key: [list(call) for call in calls] for key, calls in settings.examples},
         show_progress=not args.quiet, use_declared=not args.no_declared_examples,
@@ -97,6 +111,7 @@ class ChildAnswer:
     confirmations: dict[int, tuple[str, str]] = field(default_factory=dict)
     failure: str = ""  # "" when the child finished
     status: str = ""  # with a failure: "import-failed", "timed-out", "crashed" or "exited" (STATUSES)
+    sandbox: dict = field(default_factory=dict)  # the protections the child put on (sandbox.enter)
 
 
 @dataclass
@@ -113,11 +128,14 @@ class ModuleAnswer:
     status: str = ""
     children: int = 0
     timeouts: int = 0
+    sandboxes: list[dict] = field(default_factory=list)  # what each child put on
 
     def absorb(self, child: ChildAnswer) -> bool:
         """Take in one child's answer; True when a fresh child should go on with the classes
         after the one this child broke on (``skip``)."""
         self.children += 1
+        if child.sandbox:
+            self.sandboxes.append(child.sandbox)
         self.confirmations.update(child.confirmations)
         broken = bool(child.status)
         if broken and child.classes and child.classes[-1].get("stage") != "done":
@@ -157,6 +175,8 @@ STATUSES = {
     "not-defined": "the static scan finds it, but importing the module did not define it (the reason says "
                    "where it is: under a condition that was false, inside a function the import did not call)",
     "not-reached": "a child of its module broke before reaching it, and was not resumed (the reason says why)",
+    "sandbox-blocked": "its code (at import, or while its inputs were built) tried what the sandbox forbids: a "
+                       "write outside the child's scratch directory, a network connection (the reason names it)",
 }
 # Runtime checks any one of which makes a class "checked": gradcheck, or a check that replaces
 # it for a gradient that is not the derivative by design.
@@ -174,6 +194,7 @@ class DynamicOutcome:
     # What to warn about the classes not checked: ``unchecked``, except that classes of one module
     # that all lack the same thing (a compiled extension, CUDA) share a line.
     notices: list[str] = field(default_factory=list)
+    sandbox: dict = field(default_factory=dict)  # the protections that were on (``sandbox_summary``)
 
     def missed_checkable(self) -> bool:
         """A class that could have been checked was not (an abstract base cannot be: it is listed,
@@ -188,7 +209,7 @@ class DynamicSession:
     def __init__(self, options: DynamicOptions) -> None:
         self.options = options
         self.scratch = tempfile.mkdtemp(prefix="autograd-lint-dynamic-")
-        self.environment = _child_environment(self.scratch)
+        self.environment = _child_environment(self.scratch, options.sandbox != "off", options.pass_env)
         self.launcher = Launcher(self.scratch, self.environment)
 
     def close(self) -> None:
@@ -233,7 +254,8 @@ def run_dynamic(results: list, selection_for: Callable[[str], RuleFilter], optio
 
             session.launcher.run(jobs, options.jobs, ended)
             jobs = resumed
-    outcome = _outcome(results, answers, selection_for, time.perf_counter() - started)
+    outcome = _outcome(results, answers, selection_for, time.perf_counter() - started,
+                       sandbox_summary(options, answers.values(), session.environment))
     outcome.require_checked = options.require_checked
     return outcome
 
@@ -289,8 +311,30 @@ def apply_wrappers(text: str) -> set[str]:
 SINGLE_THREADED_BLAS = {"OPENBLAS_NUM_THREADS": "1"}
 
 
-def _child_environment(scratch: str) -> dict:
-    environment = dict(os.environ)
+# What the children keep of the runner's environment when the sandbox is on (auto, require): what
+# Python, torch, BLAS/OpenMP and CUDA read, nothing else. A name that looks like a credential is
+# dropped even under a kept prefix; ``--dynamic-env NAME`` passes one on purpose.
+KEPT_VARIABLES = frozenset({"PATH", "LANG", "LANGUAGE", "TZ", "TERM", "PYTHONPATH", "PYTHONHASHSEED",
+                            "PYTHONUTF8", "PYTHONIOENCODING", "PYTHONWARNINGS", "LD_LIBRARY_PATH",
+                            "AUTOGRAD_LINT_DYNAMIC_FORK_SERVER"})
+KEPT_PREFIXES = ("LC_", "OMP_", "MKL_", "OPENBLAS_", "KMP_", "GOMP_", "CUDA_", "NVIDIA_", "CUBLAS_", "CUDNN_",
+                 "NCCL_", "TORCH_", "PYTORCH_")
+_CREDENTIAL_WORDS = re.compile(r"TOKEN|SECRET|PASSW|CREDENTIAL|API_?KEY|AUTH|PRIVATE", re.IGNORECASE)
+
+
+def kept_environment(environment: dict, passed: Iterable[str] = ()) -> dict:
+    """The variables of ``environment`` a sandboxed child gets (HOME and TMPDIR are set apart)."""
+    passed = set(passed)
+    return {name: value for name, value in environment.items()
+            if name in passed or ((name in KEPT_VARIABLES or name.startswith(KEPT_PREFIXES))
+                                  and not _CREDENTIAL_WORDS.search(name))}
+
+
+def _child_environment(scratch: str, sandboxed: bool = False, passed: Iterable[str] = ()) -> dict:
+    environment = kept_environment(os.environ, passed) if sandboxed else dict(os.environ)
+    if sandboxed:  # each child points HOME at its own directory (sandbox.enter); this one is for the server
+        environment["HOME"] = os.path.join(scratch, "home")
+        os.makedirs(environment["HOME"], exist_ok=True)
     caches = {
         "TMPDIR": "tmp", "TEMP": "tmp", "TMP": "tmp", "TORCHINDUCTOR_CACHE_DIR": "inductor",
         "TRITON_CACHE_DIR": "triton", "XDG_CACHE_HOME": "cache", "TORCH_EXTENSIONS_DIR": "extensions",
@@ -323,6 +367,7 @@ def _job(result, options: DynamicOptions, call_site_files: list[str], scratch: s
         "config_examples": options.examples,
         "use_declared": options.use_declared,
         "skip": [list(key) for key in skip],
+        "sandbox": options.sandbox,
     }
     with open(request_path, "w", encoding="utf-8") as handle:
         json.dump(request, handle)
@@ -359,17 +404,19 @@ def _child_answer(job: Job, ending: Ending) -> ChildAnswer:
         answer.classes = _with_stages(data.get("classes", []), _read_json(progress_path(job.result)))
         answer.confirmations = {int(index): (value[0], value[1])
                                 for index, value in data.get("confirmations", {}).items()}
+    answer.sandbox = data.get("sandbox") or {}
     if ending.status:
         answer.failure, answer.status = ending.reason, ending.status
     elif data and data.get("import") != "ok":
-        answer.failure, answer.status = data.get("reason") or "failed to import", "import-failed"
+        answer.failure, answer.status = data.get("reason") or "failed to import", (
+            "sandbox-blocked" if data.get("blocked") else "import-failed")
     elif not data.get("done"):  # os._exit(0) in the user's code: the process ended, status 0
         answer.failure, answer.status = "the process exited (status 0) before the check finished", "exited"
     return answer
 
 
 def _outcome(results: list, answers: dict[str, ModuleAnswer], selection_for: Callable[[str], RuleFilter],
-             seconds: float) -> DynamicOutcome:
+             seconds: float, sandbox: Optional[dict] = None) -> DynamicOutcome:
     updated, functions = [], []
     for result in results:
         answer = answers.get(result.path)
@@ -382,8 +429,37 @@ def _outcome(results: list, answers: dict[str, ModuleAnswer], selection_for: Cal
         updated.append(replace(result, findings=findings))
     unchecked = [_unchecked_line(entry) for entry in functions if entry["status"] != "checked"]
     counts = summary_counts(functions, updated, len(answers), seconds)
+    if sandbox is not None:
+        counts["sandbox"] = sandbox
     return DynamicOutcome(updated, functions, unchecked, counts, summary_line(counts),
-                          notices=unchecked_notices(functions))
+                          notices=unchecked_notices(functions), sandbox=sandbox or {})
+
+
+def sandbox_summary(options: DynamicOptions, answers: Iterable[ModuleAnswer], environment: dict) -> dict:
+    """The report's ``summary.sandbox``: the mode, and each protection as the children put it on
+    ("" when off, or when some child could not put it on; "partly: ..." when only some could)."""
+    if options.sandbox == "off":
+        return {"mode": "off", "network": "", "filesystem": "", "environment": ""}
+    sandboxes = [sandbox for answer in answers for sandbox in answer.sandboxes]
+    summary = {"mode": options.sandbox}
+    for protection in ("network", "filesystem"):
+        ways = sorted({sandbox.get(protection, "") for sandbox in sandboxes})
+        summary[protection] = (ways[0] if len(ways) == 1 else
+                               f"partly: {', '.join(way or 'none' for way in ways)}" if ways else "")
+    passed = [name for name in options.pass_env if name in environment]
+    summary["environment"] = ("stripped to what torch needs"
+                              + (f" (passed on purpose: {', '.join(passed)})" if passed else ""))
+    return summary
+
+
+def sandbox_words(sandbox: dict) -> str:
+    """The summary line's words for ``summary.sandbox``."""
+    if sandbox.get("mode") == "off":
+        return "sandbox: off (the children ran with your rights, network and environment)"
+    network = f"no network ({sandbox['network']})" if sandbox.get("network") else "network NOT restricted"
+    filesystem = (f"writes only to scratch ({sandbox['filesystem']})" if sandbox.get("filesystem")
+                  else "writes NOT restricted")
+    return f"sandbox {sandbox.get('mode', 'auto')}: {network}, {filesystem}, environment {sandbox.get('environment', '')}"
 
 
 def _unchecked_line(entry: dict) -> str:
@@ -560,6 +636,8 @@ def _entry(path: str, name: Optional[str], line: Optional[int], status: str, rea
 def _class_status(entry: dict) -> tuple[str, str]:
     if entry.get("broke_child"):  # the class the child hung, crashed or exited on
         return entry["status"], entry["reason"]
+    if entry.get("blocked"):  # its code tried what the sandbox forbids
+        return "sandbox-blocked", f"{entry['blocked']} ({entry.get('reason') or 'building its inputs failed'})"
     if entry.get("exited"):  # forward called sys.exit(): caught, but it would end the caller's process
         return "exited", entry.get("reason") or "; ".join(entry.get("skipped") or ())
     if entry.get("reason") == ABSTRACT_BASE:
@@ -686,9 +764,10 @@ def summary_line(counts: dict) -> str:
     confirmations = ", ".join(f"{number} {word}" for word, number in counts["static_findings"].items())
     merged = counts["merged"]
     merged_words = f" (and {merged} merged into the static findings that explain them)" if merged else ""
+    sandbox = f"; {sandbox_words(counts['sandbox'])}" if counts.get("sandbox") else ""
     return (f"dynamic: {total} Function class{'es' * (total != 1)}: {checked}; inputs built for {built} ({rate}): "
             f"{sources}; static findings: {confirmations}; runtime findings (AGL9xx): "
-            f"{counts['runtime_findings']}{merged_words}; {counts['seconds']:.1f} s")
+            f"{counts['runtime_findings']}{merged_words}; {counts['seconds']:.1f} s{sandbox}")
 
 
 def write_report(path: str, outcome: DynamicOutcome) -> None:

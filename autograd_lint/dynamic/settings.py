@@ -4,6 +4,8 @@
     timeout = 30          # seconds per module's child (a class that hangs costs one)
     device = "cpu"        # cpu | cuda | auto
     require-checked = true  # a Function class --dynamic could not check fails the run (exit 1)
+    sandbox = "require"   # auto (default) | require | off: the children's sandbox (dynamic/sandbox.py)
+    env = ["MY_LICENSE_SERVER"]  # variables passed to the children on purpose (the rest are stripped)
 
     [tool.autograd-lint.dynamic.examples]
     # class name (or "path/to/file.py:ClassName") -> a list of argument lists for ClassName.apply;
@@ -21,7 +23,8 @@ from typing import Any, Optional
 from autograd_lint.examples import TensorSpec, tensor
 
 DEVICES = ("cpu", "cuda", "auto")
-KNOWN_KEYS = ("timeout", "device", "examples", "require-checked")
+KNOWN_KEYS = ("timeout", "device", "examples", "require-checked", "sandbox", "env")
+SANDBOX_MODES = ("auto", "require", "off")
 
 
 class SettingsError(ValueError):
@@ -35,6 +38,8 @@ class DynamicSettings:
     # (class key, argument lists) with the values as written (JSON-compatible), checked here
     examples: tuple[tuple[str, tuple[tuple[Any, ...], ...]], ...] = ()
     require_checked: bool = False
+    sandbox: Optional[str] = None  # auto | require | off
+    env: tuple[str, ...] = ()  # names of variables passed to the children on purpose
 
 
 def parse_dynamic_table(table: Any, where: str) -> tuple[DynamicSettings, list[str]]:
@@ -53,6 +58,12 @@ def parse_dynamic_table(table: Any, where: str) -> tuple[DynamicSettings, list[s
     require_checked = table.get("require-checked", False)
     if not isinstance(require_checked, bool):
         raise SettingsError(f"{where}: require-checked must be true or false; got {require_checked!r}")
+    sandbox = table.get("sandbox")
+    if sandbox is not None and sandbox not in SANDBOX_MODES:
+        raise SettingsError(f"{where}: sandbox must be one of {', '.join(SANDBOX_MODES)}; got {sandbox!r}")
+    env = table.get("env", [])
+    if not isinstance(env, list) or not all(isinstance(name, str) and name for name in env):
+        raise SettingsError(f'{where}: env must be a list of variable names, like ["MY_LICENSE_SERVER"]; got {env!r}')
     examples = table.get("examples", {})
     if not isinstance(examples, dict):
         raise SettingsError(f'{where}: examples must be a table, like MyFn = [["tensor(3, 4)", 0.5]]')
@@ -65,7 +76,8 @@ def parse_dynamic_table(table: Any, where: str) -> tuple[DynamicSettings, list[s
             for value in call:
                 from_config_value(value, f"{where}.examples.{key}")  # raises on a bad tensor spec
         checked.append((key, tuple(tuple(call) for call in calls)))
-    return DynamicSettings(float(timeout) if timeout else None, device, tuple(checked), require_checked), warnings
+    return DynamicSettings(float(timeout) if timeout else None, device, tuple(checked), require_checked,
+                           sandbox, tuple(env)), warnings
 
 
 def from_config_value(value: Any, where: str = "examples") -> Any:
