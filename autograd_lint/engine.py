@@ -459,13 +459,14 @@ def _gather_project_facts(states: list[_State], pool: WorkerPool, cache: Optiona
     facts = _merge([states[i] for i in indexes])
     modules: dict[int, str] = {}
     for _ in range(4):  # decorators defined in modules nothing else made us read (through re-exports)
-        if not facts.unread_modules:
-            break
-        if not modules:
-            modules = {i: module_name_of(states[i].path).name for i in pending(lambda summary: True)}
         wanted = facts.unread_modules
+        if not wanted:
+            break
+        unread = pending(lambda summary: True)
+        if not modules:
+            modules = {i: module_name_of(states[i].path).name for i in unread}
         # a module by its name, or a vendored copy of it (`pkg._vendored.fla.utils` for `fla.utils`)
-        new = [i for i in pending(lambda summary: True)
+        new = [i for i in unread
                if modules.get(i) in wanted or any(modules.get(i, "").endswith("." + w) for w in wanted)]
         if not new:
             break

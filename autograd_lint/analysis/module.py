@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
@@ -10,6 +11,7 @@ import libcst as cst
 from autograd_lint.analysis.class_model import FunctionModel, Method
 from autograd_lint.analysis.module_index import CallSite, ModuleIndex
 from autograd_lint.analysis.names import Scope
+from autograd_lint.analysis.parameters import TrainableArguments
 from autograd_lint.analysis.project import ProjectFacts
 from autograd_lint.analysis.snippet import Span
 from autograd_lint.catalogue import RULES
@@ -46,6 +48,13 @@ class ModuleAnalysis:
     def module_function(self, name: str) -> Optional[Method]:
         """The file's module-level ``def name``, parsed on first ask (Function classes call few)."""
         return self.source.module_function(name)
+
+    @cached_property
+    def trainable_arguments(self) -> TrainableArguments:
+        """Which ``.apply`` arguments this file's callers fill with a trainable parameter
+        (``analysis.parameters``): AGL308's evidence, and AGL105's that a caller needs a gradient."""
+        return TrainableArguments(self.index.tree, self.text, self.index.imports.qualify,
+                                  frozenset(self.index.symbols.defined))
 
     @property
     def scope(self) -> Scope:

@@ -8,7 +8,6 @@ from typing import Iterator, Optional
 from autograd_lint.analysis.class_model import FunctionModel
 from autograd_lint.analysis.intent import inference_only_marker
 from autograd_lint.analysis.non_differentiable import index_named_outputs
-from autograd_lint.analysis.parameters import TrainableArguments
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.findings import Finding
 from autograd_lint.rules._common import all_outputs_non_differentiable, raises_only
@@ -85,8 +84,7 @@ def _gradient_needed(module: ModuleAnalysis, model: FunctionModel) -> Optional[s
     does: a gradcheck of the class, or a trainable parameter its file passes to ``apply``."""
     if module.key_of(model) in module.project.gradchecked_keys:
         return "a gradcheck in the project differentiates it"
-    trainable = TrainableArguments(module.index.tree, module.text, module.index.imports.qualify,
-                                   frozenset(module.index.symbols.defined))
+    trainable = module.trainable_arguments
     if not trainable.might_train():
         return None
     for position in range(len(model.known_inputs)):

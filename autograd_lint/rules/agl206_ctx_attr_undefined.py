@@ -35,20 +35,15 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
                 continue
             if attr in model.instance_state:  # set by __init__ on an instance: AGL103's error
                 continue
-            if attr.startswith("_"):
-                # A private name torch's ctx classes may have in a version other than the one
-                # ctx_api lists: an unknown, so a warning at most.
-                finding = module.at(
-                    CODE, model, backward, node,
-                    f"backward reads ctx.{attr}, which forward/setup_context never set: AttributeError at "
-                    f"backward, unless the torch it runs on gives its ctx a private member of that name",
-                    severity="warning",
-                )
-            else:
-                finding = module.at(
-                    CODE, model, backward, node,
-                    f"backward reads ctx.{attr}, which forward/setup_context never set (AttributeError at backward)",
-                )
+            # A private name torch's ctx classes may have in a version other than the one ctx_api
+            # lists is an unknown: a warning at most.
+            private = attr.startswith("_")
+            finding = module.at(
+                CODE, model, backward, node,
+                f"backward reads ctx.{attr}, which forward/setup_context never set: AttributeError at backward"
+                + (", unless the torch it runs on gives its ctx a private member of that name" if private else ""),
+                severity="warning" if private else "",
+            )
             if (attr, finding.line) not in seen:
                 seen.add((attr, finding.line))
                 yield finding

@@ -13,7 +13,6 @@ import libcst as cst
 
 from autograd_lint.analysis.dependence import certain_inputs
 from autograd_lint.analysis.module import ModuleAnalysis
-from autograd_lint.analysis.parameters import TrainableArguments
 from autograd_lint.analysis.syntax import constant_index, dotted, is_ctx_attr
 from autograd_lint.analysis.tensorness import Tensorness
 from autograd_lint.findings import Finding
@@ -23,8 +22,7 @@ CODE = "AGL308"
 
 
 def check(module: ModuleAnalysis) -> Iterator[Finding]:
-    trainable = TrainableArguments(module.index.tree, module.text, module.index.imports.qualify,
-                                   frozenset(module.index.symbols.defined))
+    trainable = module.trainable_arguments
     if not trainable.might_train():
         return  # no nn.Parameter nor torch.nn module in this file: no evidence that any input trains
     for model in module.classes:
