@@ -888,3 +888,26 @@ def test_checked_means_gradcheck_ran(fixture_run):
     partly = [entry for entry in report["functions"] if entry["status"] == "partly-checked"]
     assert partly and all(entry["ran"] and "gradcheck" not in entry["ran"] and entry["reason"] for entry in partly)
     assert f"{len(partly)} only partly checked (no gradcheck; listed above)" in result.stderr
+
+
+def test_second_tries_and_plain_numbers_reach_every_class_without_false_errors(fixture_run):
+    # Issue 29: a float that save_for_backward rejects, a tensor read with .item(), a fixed operator
+    # guessed as a tensor, a hyper-parameter named like one, a domain the docstring states, a number
+    # of time steps, a call site's literal. Before: 2 classes without inputs, 3 false AGL901
+    # (`operator`, `keep_prob`, `bound_tensor`) and a false AGL903 (beta outside its domain).
+    _, findings, report = fixture_run
+    entries = {name: function(report, name) for name in (
+        "ScaleSaved", "ScaleSavedWrong", "ThresholdItem", "ProjectOperator", "DropScaled", "Softplus",
+        "SpikeTrain", "ScaledByCallSite")}
+    assert {name: entry["status"] for name, entry in entries.items()} == dict.fromkeys(entries, "checked")
+    detail = {name: entry["inputs"]["detail"] for name, entry in entries.items()}
+    assert "scale () without grad = 0.5" in detail["ScaleSaved"]
+    assert "bound_tensor (1,) without grad" in detail["ThresholdItem"]
+    assert "operator without grad: backward gives no gradient for it" in detail["ProjectOperator"]
+    assert "keep_prob=0.5" in detail["DropScaled"]
+    assert "beta=1.5" in detail["Softplus"]
+    assert "x_seq (3, 4), T=3 (the leading size)" in detail["SpikeTrain"]
+    assert "gain=3.0" in detail["ScaledByCallSite"]
+    found = {(f["function_class"], f["code"]) for f in findings if f["path"].endswith("retried_inputs.py")}
+    # The retry reaches a real bug too: only it, nothing false.
+    assert found == {("ScaleSavedWrong", "AGL901")}

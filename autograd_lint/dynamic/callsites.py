@@ -91,6 +91,31 @@ def candidates(cls: type, module: Any, files: list[str], project_root: str = "")
                 return
 
 
+def plain_values(cls: type, module: Any, files: list[str]) -> dict[int, Any]:
+    """Position -> a Python number that the user's ``Cls.apply(...)`` calls pass there, each
+    argument evaluated on its own (a call site that is not simple as a whole still says that its
+    ``0.9`` is a number). A position where some call passes anything else is left out: the
+    synthesis keeps a hyper-parameter a number only where every readable call agrees."""
+    namespace = vars(module)
+    numbers: dict[int, Any] = {}
+    other: set[int] = set()
+    for path in files:
+        for call, scope in _apply_calls(path, cls.__name__):
+            if any(isinstance(arg, ast.Starred) for arg in call.args):
+                continue
+            evaluator = _Evaluator(namespace, scope, call.lineno)
+            for position, argument in enumerate(call.args):
+                try:
+                    value = evaluator.value(argument, 0)
+                except Exception:  # noqa: BLE001 - not simple, or the expression fails: says nothing
+                    continue
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    numbers.setdefault(position, value)
+                else:
+                    other.add(position)
+    return {position: value for position, value in numbers.items() if position not in other}
+
+
 def _recipe(evaluator: "_Evaluator", call: ast.Call) -> Callable[[], tuple]:
     return lambda: evaluator.arguments(call)
 

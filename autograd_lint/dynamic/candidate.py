@@ -15,3 +15,6 @@ class Candidate:
     source: str  # "declared" | "call-site" | "synthesized"
     detail: str  # where exactly: "@example #1", "test_ops.py:12" (a call site in the user's tests), "(3, 4), (5, 4)"
     recipe: Callable[[], tuple]  # raw arguments: TensorSpecs, tensors of any dtype, other values
+    # Positions of the arguments that are tensors by default only (no annotation, name or call
+    # site said so): ``inputs.choose_inputs`` passes them without grad when backward gives them none.
+    guessed: tuple[int, ...] = ()

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Iterator, Optional
 
 import torch
@@ -91,14 +91,15 @@ def choose_inputs(cls: type, module: Any, call_site_files: list[str], config_exa
     # What forward (and backward, on a fallback) raised on the guesses, each text once: the second
     # tries read it, and read it again as it grows.
     errors: list[str] = []
+    numbers = callsites.plain_values(cls, module, call_site_files)
 
     def candidates() -> Iterator[Candidate]:
         yield from _candidates(cls, module, call_site_files, config_examples, module_path, use_declared,
-                               project_root)
+                               project_root, numbers)
         # Nothing ran, or only with a backward that raised (or returned a gradient of another shape
         # than the input's: a guessed size that backward does not share): try again, led by the errors.
         if errors:
-            yield from synthesis.retry_candidates(cls, errors)
+            yield from synthesis.retry_candidates(cls, errors, numbers)
             yield from structure.retry_candidates(cls, errors)
 
     for candidate in candidates():
@@ -110,6 +111,8 @@ def choose_inputs(cls: type, module: Any, call_site_files: list[str], config_exa
             make = make_inputs_factory(candidate.recipe, device, leaves=False)
             error = forward_problem(cls, make)
         if error is None:
+            candidate = _without_unwanted_grad(cls, candidate, make, device)
+            make = make_inputs_factory(candidate.recipe, device)
             chosen = ChosenInputs(candidate.source, candidate.detail, make, _shapes(make()), candidate.recipe)
             # A guessed shape can suit forward but not what backward assumes (a vector where a
             # matrix was meant): then backward raises on a correct formula. Prefer a guess on
@@ -154,6 +157,58 @@ def choose_inputs(cls: type, module: Any, call_site_files: list[str], config_exa
 MAX_ERRORS_KEPT = 200
 
 
+def _without_unwanted_grad(cls: type, candidate: Candidate, make: Callable[[], tuple], device: str) -> Candidate:
+    """The candidate with its guessed tensors (``Candidate.guessed``) that backward gives no gradient
+    (returns None for) passed without grad. Nothing said they are tensors that train: a fixed
+    operator, a hyper-parameter, a tensor of levels. gradcheck would compare backward's None with
+    forward's finite differences and blame a Function that means it. At least one input keeps
+    requiring grad (a backward that gives none at all is judged as it is)."""
+    if not candidate.guessed:
+        return candidate
+    ungraded = [index for index in inputs_without_gradient(cls, make) if index in candidate.guessed]
+    graded = [index for index, value in enumerate(make()) if isinstance(value, torch.Tensor) and value.requires_grad]
+    if not ungraded or len(ungraded) >= len(graded):
+        return candidate
+    recipe = candidate.recipe
+
+    def without_grad() -> tuple:
+        raw = recipe()
+        raw = raw if isinstance(raw, (tuple, list)) else (raw,)
+        return tuple(_spec_without_grad(value) if index in ungraded else value for index, value in enumerate(raw))
+
+    parameters = synthesis.forward_parameters(cls) or []
+    names = ", ".join(parameters[index].name if index < len(parameters) else f"input {index}" for index in ungraded)
+    return Candidate(candidate.source, f"{candidate.detail} ({names} without grad: backward gives no gradient "
+                                       "for it)", without_grad, ())
+
+
+def _spec_without_grad(value: Any) -> Any:
+    if isinstance(value, TensorSpec):
+        return replace(value, requires_grad=False)
+    if isinstance(value, synthesis.UnitQuaternionAt):
+        return replace(value, spec=replace(value.spec, requires_grad=False))
+    return value
+
+
+def inputs_without_gradient(cls: type, make_inputs: Callable[[], tuple]) -> list[int]:
+    """Positions of the inputs requiring grad for which backward (all-ones gradients) returns None;
+    empty when backward raises or nothing calls it."""
+    inputs = make_inputs()
+    try:
+        with torch.enable_grad():
+            outputs = [value for value in flatten_outputs(cls.apply(*inputs))
+                       if isinstance(value, torch.Tensor) and value.requires_grad]
+            positions = [index for index, value in enumerate(inputs)
+                         if isinstance(value, torch.Tensor) and value.requires_grad]
+            if not outputs or not positions:
+                return []
+            gradients = torch.autograd.grad(outputs, [inputs[index] for index in positions],
+                                            [torch.ones_like(value) for value in outputs], allow_unused=True)
+    except Exception:  # the user's code: backward_problem reports what went wrong
+        return []
+    return [index for index, gradient in zip(positions, gradients) if gradient is None]
+
+
 def _keep(errors: list[str], error: str) -> None:
     if error not in errors and len(errors) < MAX_ERRORS_KEPT:
         errors.append(error)
@@ -167,12 +222,13 @@ def _outcome(chosen: ChosenInputs, reason: str, attempts: int, failures: list[Fa
 
 
 def _candidates(cls: type, module: Any, call_site_files: list[str], config_examples: dict,
-                module_path: str, use_declared: bool, project_root: str) -> Iterator[Candidate]:
+                module_path: str, use_declared: bool, project_root: str,
+                numbers: dict[int, Any]) -> Iterator[Candidate]:
     if use_declared:
         yield from declared_candidates(cls, module, config_examples, module_path)
     yield from callsites.candidates(cls, module, call_site_files, project_root)
     yield from structure.candidates(cls)  # only where names or docstrings ask for a structure
-    yield from synthesis.candidates(cls)
+    yield from synthesis.candidates(cls, numbers)
 
 
 def declared_candidates(cls: type, module: Any, config_examples: dict, module_path: str) -> Iterator[Candidate]:

@@ -29,6 +29,11 @@ fallback), and reads them again as the second tries add theirs:
   gradients with respect to x1 and x2"; the ones the error names, else each in turn) are passed
   without requires_grad, and the checks judge the others only; a tensor that forward indexes
   with becomes an index tensor;
+- a number guessed from a name alone that forward hands to ``save_for_backward`` ("can only save
+  variables, but argument 1 is of type float") becomes a 0-d tensor without grad (a number that a
+  default or a call site gives stays one: saving it is the AGL202 bug); a guessed tensor that
+  forward reads with ``.item()`` ("cannot be converted to Scalar") becomes a 1-element tensor
+  without grad, each in turn;
 - shapes for the slots and each variant: a last dimension per tensor, the first two searched in
   pairs from 3 to 8 (pypose: a quaternion 4 acting on a point 3, an SE3 pose 7 on a twist 6),
   the sizes that the errors name first ("must have length 3", "got [3, 5] but expected shape
@@ -36,6 +41,14 @@ fallback), and reads them again as the second tries add theirs:
   with a unit quaternion in it; and each tensor in turn as a column (3, 1) (a length scale that
   must broadcast).
 All of it stays within ``inputs.SEARCH_BUDGET_S``.
+
+Hyper-parameters stay Python numbers where something says so: a default, a name (``NAMED_VALUES``
+and the patterns of ``named_value``: ``keep_prob``, ``drop_rate``, ``num_bits``), a number that the
+user's call sites pass at that position (``callsites.plain_values``). A number of time steps
+(``T``) is the first tensor's leading size. A value or a tensor's range moves into the domain
+that the docstring states (``beta > 1``, ``0 < p < 1``: ``stated_domains``). A tensor guessed for
+a parameter that nothing types, and for which backward returns None, is passed without grad
+(``inputs.choose_inputs``).
 """
 
 from __future__ import annotations
@@ -95,6 +108,10 @@ class Slot:
     values: tuple[Any, ...] = ()  # alternatives for a "value" slot
     optional: bool = False  # a tensor annotated Optional[...]: None is tried when no tensor works
     no_grad: bool = False  # a tensor passed with requires_grad=False: forward refuses gradients for it
+    guessed: bool = False  # a tensor only because nothing (annotation, name, default) said otherwise
+    shape: Optional[tuple[int, ...]] = None  # a tensor of this shape whatever the plan (a 0-d scalar)
+    domain: Optional[tuple[float, float]] = None  # the values the documentation allows (``stated_domains``)
+    from_name: bool = False  # a plain value that the parameter's name alone suggested
 
 
 @dataclass
@@ -141,8 +158,9 @@ def classify(parameter: inspect.Parameter) -> Optional[list[Slot]]:
         return [Slot(name, MASK if lower in MASK_NAMES else FLOAT, optional=optional)]
     if has_default and default is not None:
         return [Slot(name, "value", (default,))]
-    if lower in NAMED_VALUES:
-        return [Slot(name, "value", NAMED_VALUES[lower])]
+    if named_value(name) is not None:
+        return [Slot(name, LEADING, ()) if named_value(name) == LEADING_SIZE
+                else Slot(name, "value", named_value(name), from_name=True)]
     if has_default:  # `bias=None`, `out=None`: None is the documented "leave it out"
         return [Slot(name, FLOAT)] if lower in BIAS_NAMES | WEIGHT_NAMES else [Slot(name, "value", (None,))]
     if annotation in ("int", "builtins.int"):
@@ -159,7 +177,37 @@ def classify(parameter: inspect.Parameter) -> Optional[list[Slot]]:
         return [Slot(name, INDEX)]
     if lower in MASK_NAMES:
         return [Slot(name, MASK)]
-    return [Slot(name, FLOAT)]
+    return [Slot(name, FLOAT, guessed=True)]
+
+
+# Names of hyper-parameters beyond NAMED_VALUES: `keep_prob`, `drop_rate`, `spike_threshold` are
+# Python numbers, and so is what a Function is told to count (`num_bits`, `n_levels`). A tensor
+# guessed for them would require grad, and a backward that (rightly) returns None for them fails
+# gradcheck: a false AGL901.
+_FLOAT_HYPERPARAMETER = re.compile(
+    r"(?:^|_)(?:prob|probability|rate|ratio|eps|epsilon|scale|factor|coef|coeff|momentum|thresh|threshold|"
+    r"temperature|decay|margin|alpha|beta|gamma|lambda|lambd|sigma|tau|slope|p)$|^(?:keep|drop|dropout)_")
+_INT_HYPERPARAMETER = re.compile(r"^(?:num|n)_[a-z]\w*$|(?:^|_)(?:bits|nbits|iters|iterations)$")
+# The number of time steps of a sequence whose leading dimension is time (spiking networks:
+# `forward(ctx, x_seq, T)`): it must equal the first tensor's leading size.
+_TIME_STEPS = re.compile(r"^(?:T|time_steps|timesteps|num_steps|n_steps|n_timesteps|seq_len|T_steps)$")
+LEADING = "leading size"  # an int: the first float tensor's leading size, resolved per plan
+LEADING_SIZE = ("leading size",)
+
+
+def named_value(name: str) -> Optional[tuple[Any, ...]]:
+    """The plain values that a parameter's name alone says (NAMED_VALUES, then the hyper-parameter
+    patterns); ``LEADING_SIZE`` for a number of time steps; None when the name says nothing."""
+    if _TIME_STEPS.match(name):
+        return LEADING_SIZE
+    lower = name.lower()
+    if lower in NAMED_VALUES:
+        return NAMED_VALUES[lower]
+    if _INT_HYPERPARAMETER.search(lower):
+        return (2,)
+    if _FLOAT_HYPERPARAMETER.search(lower):
+        return (0.5,)
+    return None
 
 
 def _annotation_text(annotation: Any) -> str:
@@ -208,15 +256,34 @@ def plans(float_names: list[str], has_index: bool = False) -> list[Plan]:
     return result
 
 
-def candidates(cls: type) -> Iterator[Candidate]:
-    parameters = forward_parameters(cls)
-    slots = None if parameters is None else slots_for(parameters)
+def candidates(cls: type, plain_values: Optional[dict[int, Any]] = None) -> Iterator[Candidate]:
+    """``plain_values``: the Python numbers that the user's call sites pass, by position
+    (``callsites.plain_values``): those parameters stay numbers."""
+    slots = class_slots(cls, plain_values)
     if slots is None:
         return  # a parameter we cannot invent (a string): give up early
     yield from _candidates_for(slots)
     if any(slot.optional for slot in slots):
         # Optional[Tensor] parameters left out (None), once no tensor for them worked.
         yield from _candidates_for([Slot(slot.name, "value", (None,)) if slot.optional else slot for slot in slots])
+
+
+def class_slots(cls: type, plain_values: Optional[dict[int, Any]] = None) -> Optional[list[Slot]]:
+    """forward's slots, with the call sites' plain numbers and the documented domains applied."""
+    parameters = forward_parameters(cls)
+    slots = None if parameters is None else slots_for(parameters)
+    if slots is None:
+        return None
+    for position, value in (plain_values or {}).items():
+        if position >= len(slots):
+            continue
+        slot = slots[position]
+        if slot.kind == FLOAT and slot.guessed:
+            slots[position] = Slot(slot.name, "value", (value,))
+        elif slot.kind == "value":  # the user's own number first, then the name's guess
+            slots[position] = replace(slot, values=(value, *[other for other in slot.values if other != value]),
+                                      from_name=False)
+    return stated_domains(cls, slots)
 
 
 def slots_for(parameters: list[inspect.Parameter]) -> Optional[list[Slot]]:
@@ -231,14 +298,20 @@ def slots_for(parameters: list[inspect.Parameter]) -> Optional[list[Slot]]:
 
 
 def _candidates_for(slots: list[Slot]) -> Iterator[Candidate]:
-    float_names = [slot.name for slot in slots if slot.kind == FLOAT]
+    float_names = [slot.name for slot in slots if slot.kind == FLOAT and slot.shape is None]
     has_index = any(slot.kind == INDEX for slot in slots)
     value_choices = _value_choices(slots)
+    guessed = _guessed_positions(slots)
     for plan in plans(float_names, has_index) if float_names else [Plan("no float tensor", lambda i, n: ())]:
         for values in value_choices:
             for low, high in VALUE_RANGES:
                 specs, detail = _arguments(slots, plan, values, low, high)
-                yield Candidate("synthesized", f"{plan.name}: {detail}", _recipe(specs))
+                yield Candidate("synthesized", f"{plan.name}: {detail}", _recipe(specs), guessed)
+
+
+def _guessed_positions(slots: list[Slot]) -> tuple[int, ...]:
+    """The arguments that are tensors only because nothing said otherwise (``Slot.guessed``)."""
+    return tuple(index for index, slot in enumerate(slots) if slot.kind == FLOAT and slot.guessed)
 
 
 def _arguments(slots: list[Slot], plan: Plan, values: tuple, low: float, high: float) -> tuple[list, str]:
@@ -248,13 +321,26 @@ def _arguments(slots: list[Slot], plan: Plan, values: tuple, low: float, high: f
     float_index = 0
     first_shape: Optional[tuple[int, ...]] = None
     first_float = next((slot.name for slot in slots if slot.kind == FLOAT), None)
+    first_planned = next((slot.name for slot in slots if slot.kind == FLOAT and slot.shape is None), None)
     for slot in slots:
         if slot.kind == FLOAT:
-            shape = plan.shape_of(float_index, slot.name)
-            first_shape = shape if first_shape is None else first_shape
-            float_index += 1
-            arguments.append(TensorSpec(shape, low=low, high=high, requires_grad=False if slot.no_grad else None))
-            described.append(f"{slot.name} {shape}" + (" without grad" if slot.no_grad else ""))
+            if slot.shape is not None:  # a fixed shape (a 0-d scalar): not one of the plan's tensors
+                shape = slot.shape
+            else:
+                shape = plan.shape_of(float_index, slot.name)
+                first_shape = shape if first_shape is None else first_shape
+                float_index += 1
+            slot_low, slot_high = slot.domain or (low, high)
+            arguments.append(TensorSpec(shape, low=slot_low, high=slot_high,
+                                        requires_grad=False if slot.no_grad else None))
+            described.append(f"{slot.name} {shape}" + (" without grad" if slot.no_grad else "")
+                             + ("" if not slot.domain else f" = {slot_low:g}" if slot_low == slot_high
+                                else f" in [{slot_low:g}, {slot_high:g})"))
+        elif slot.kind == LEADING:
+            like = first_shape or (plan.shape_of(0, first_planned) if first_planned else ())
+            value = like[0] if like else 2
+            arguments.append(value)
+            described.append(f"{slot.name}={value!r} (the leading size)")
         elif slot.kind == SHAPE:
             like = first_shape or (plan.shape_of(0, first_float) if first_float else (3, 4))
             value = shape_value(next(value_iter), like)
@@ -315,10 +401,10 @@ _ANY_VALUE = (2, (3, 4), (-1,), None, _identity)
 _SHAPE_TROUBLE = re.compile(r"size|shape|dimension|dim |must match|broadcast|expected .* last", re.IGNORECASE)
 
 
-def retry_candidates(cls: type, errors: list[str]) -> Iterator[Candidate]:
+def retry_candidates(cls: type, errors: list[str], plain_values: Optional[dict[int, Any]] = None) -> Iterator[Candidate]:
     """Second tries once every plan failed, chosen from forward's ``errors``."""
     parameters = forward_parameters(cls)
-    slots = None if parameters is None else slots_for(parameters)
+    slots = class_slots(cls, plain_values)
     if parameters is None or slots is None:
         return
     text = " ".join(errors)
@@ -429,6 +515,11 @@ _GRAD_REFUSED = re.compile(r"gradients? (?:with respect to|w\.r\.t)|does not req
 # forward indexes with a tensor guessed as a float one (pyro's mixture samplers: `which`).
 _INDEX_WANTED = re.compile(r"indices must be long|dtype int(?:32|64)(?:/int64)? for index|"
                            r"index .*(?:must|should) be .*(?:int|long)", re.IGNORECASE)
+# save_for_backward given a Python number: it takes tensors only (a 0-d tensor works).
+_SAVE_REFUSED_VALUE = re.compile(r"save_for_backward can only save variables, but argument \d+ is of type "
+                                 r"(?:float|int)")
+# `.item()` (or float()) on a tensor of several elements: forward reads a scalar from it.
+_ITEM_REFUSED = re.compile(r"cannot be converted to Scalar|only one element tensors can be converted")
 # Sizes that forward's and autograd's errors ask for, as the last dimension of some input.
 _WANTED_SIZE = (
     re.compile(r"to be: \[(?:\d+, )*(\d+)\]"),  # bmm: "... of batch2 tensor to be: [3, 3] but got: [3, 4]"
@@ -467,6 +558,10 @@ def more_tries(parameters: list[inspect.Parameter], slots: list[Slot], errors: l
             _without_grad(slots, refusals), _without_grad(as_tensors or [], refusals)))
     if _INDEX_WANTED.search(text):
         variants.extend((variant, False) for variant in _as_index(parameters, slots))
+    if _SAVE_REFUSED_VALUE.search(text):
+        variants.extend((variant, False) for variant in _values_as_scalars(slots))
+    if _ITEM_REFUSED.search(text):
+        variants.extend((variant, False) for variant in _as_single_elements(slots))
     if _SHAPE_TROUBLE.search(" ".join(errors)):
         yield from _last_size_candidates(slots, errors)
     yield from _column_candidates(slots)
@@ -480,12 +575,36 @@ def more_tries(parameters: list[inspect.Parameter], slots: list[Slot], errors: l
             yield from _last_size_candidates(variant, errors)
 
 
+def _values_as_scalars(slots: list[Slot]) -> Iterator[list[Slot]]:
+    """The slots with every number guessed from a name alone as a 0-d tensor without grad, then
+    each in turn: save_for_backward takes tensors only, so a `scale` that forward saves is a tensor
+    in real use. A number that a default or a call site gives stays one: saving it is the AGL202
+    bug, and PyTorch's error is the evidence."""
+    numbers = [slot.name for slot in slots if slot.kind == "value" and slot.from_name and slot.values
+               and isinstance(slot.values[0], (int, float)) and not isinstance(slot.values[0], bool)]
+    groups = [set(numbers)] + ([{name} for name in numbers] if len(numbers) > 1 else [])
+    for group in groups:
+        if group:
+            yield [replace(slot, kind=FLOAT, values=(), shape=(), no_grad=True,
+                           domain=(float(slot.values[0]), float(slot.values[0])))
+                   if slot.name in group else slot for slot in slots]
+
+
+def _as_single_elements(slots: list[Slot]) -> Iterator[list[Slot]]:
+    """The slots with one guessed float tensor as a 1-element tensor without grad, each in turn,
+    while another float tensor is left to check: forward reads it with ``.item()``."""
+    floats = [slot for slot in slots if slot.kind == FLOAT and slot.shape is None]
+    for target in floats if len(floats) > 1 else ():
+        if target.guessed:
+            yield [replace(slot, shape=(1,), no_grad=True) if slot is target else slot for slot in slots]
+
+
 def _values_as_tensors(parameters: list[inspect.Parameter], slots: list[Slot]) -> Optional[list[Slot]]:
     """The slots with each plain float guessed from a name alone (no default, no annotation) as a
     float tensor; None when there is none."""
     guessed = {parameter.name for parameter in parameters
                if parameter.default is inspect.Parameter.empty and parameter.annotation is inspect.Parameter.empty
-               and isinstance(NAMED_VALUES.get(parameter.name.lower(), (None,))[0], float)}
+               and isinstance((named_value(parameter.name) or (None,))[0], float)}
     if not any(slot.kind == "value" and slot.name in guessed for slot in slots):
         return None
     return [replace(slot, kind=FLOAT, values=()) if slot.kind == "value" and slot.name in guessed else slot
@@ -516,7 +635,7 @@ def _as_index(parameters: list[inspect.Parameter], slots: list[Slot]) -> Iterato
 def _column_candidates(slots: list[Slot]) -> Iterator[Candidate]:
     """Each float tensor in turn as a column (3, 1), the others (3, 4): a per-row scale that
     forward requires to broadcast ("cannot handle multiple lengthscales")."""
-    floats = [slot.name for slot in slots if slot.kind == FLOAT]
+    floats = [slot.name for slot in slots if slot.kind == FLOAT and slot.shape is None]
     if len(floats) < 2:
         return
     for column in floats:
@@ -527,7 +646,7 @@ def _column_candidates(slots: list[Slot]) -> Iterator[Candidate]:
 def _last_size_candidates(slots: list[Slot], errors: list[str]) -> Iterator[Candidate]:
     """A last dimension per tensor: one tensor over the sizes, two in pairs (the same size first,
     then the pairs of different sizes; any further tensor takes the second one's), (2, size) each."""
-    floats = [slot.name for slot in slots if slot.kind == FLOAT]
+    floats = [slot.name for slot in slots if slot.kind == FLOAT and slot.shape is None]
     if not floats:
         return
     sizes = list(dict.fromkeys(wanted_sizes(errors) + list(LAST_SIZES)))
@@ -550,9 +669,9 @@ def _plan_candidates(slots: list[Slot], plan: Plan, group_elements: bool = False
         specs, detail = _arguments(slots, plan, values, low, high)
         if group_elements:
             recipe, note = _as_group_elements(slots, specs)
-            yield Candidate("synthesized", f"{plan.name}: {detail}{note}", recipe)
+            yield Candidate("synthesized", f"{plan.name}: {detail}{note}", recipe, _guessed_positions(slots))
         else:
-            yield Candidate("synthesized", f"{plan.name}: {detail}", _recipe(specs))
+            yield Candidate("synthesized", f"{plan.name}: {detail}", _recipe(specs), _guessed_positions(slots))
 
 
 # Where a Lie group element stored in the usual layout keeps its unit quaternion, by the last
@@ -593,3 +712,61 @@ def wanted_sizes(errors: list[str]) -> list[int]:
                 if 2 <= size <= 16:
                     counts[size] = counts.get(size, 0) + 1
     return sorted(counts, key=lambda size: -counts[size])[:MAX_WANTED_SIZES]
+
+
+# --- domains the documentation states --------------------------------------------------------------
+
+_NUMBER = r"(-?\d+(?:\.\d+)?)"
+_COMPARISON = {"<": "<", "<=": "<=", "≤": "<=", ">": ">", ">=": ">=", "≥": ">="}
+
+
+def stated_domains(cls: type, slots: list[Slot]) -> list[Slot]:
+    """The slots with each parameter's value (or a tensor's range) moved into the domain that the
+    class's or forward's docstring states: ``beta > 1``, ``0 < p < 1``, ``alpha >= 2``. A backward
+    may be right only there (a shortcut that needs ``beta > 1``); a guess outside it would make
+    gradcheck blame a correct formula."""
+    text = " ".join(filter(None, (inspect.getdoc(cls) or "", inspect.getdoc(getattr(cls, "forward", None)) or "")))
+    if not text:
+        return slots
+    result = []
+    for slot in slots:
+        bounds = _bounds(text, slot.name)
+        if bounds is None or slot.kind not in ("value", FLOAT):
+            result.append(slot)
+            continue
+        low, high = bounds
+        if slot.kind == FLOAT:
+            result.append(replace(slot, domain=(low if low is not None else high - 1.0,
+                                                high if high is not None else low + 1.0)))
+            continue
+        current = slot.values[0] if slot.values else None
+        if not isinstance(current, (int, float)) or isinstance(current, bool) or \
+                ((low is None or current > low) and (high is None or current < high)):
+            result.append(slot)
+            continue
+        inside = (low + high) / 2 if low is not None and high is not None else \
+            (low + (1 if isinstance(current, int) else 0.5)) if low is not None else high - 0.5
+        result.append(replace(slot, values=(type(current)(inside) if isinstance(current, int) else inside,)))
+    return result
+
+
+def _bounds(text: str, name: str) -> Optional[tuple[Optional[float], Optional[float]]]:
+    """(low, high) that ``text`` states for ``name`` (exclusive; None where open); None if nothing."""
+    operator = r"(<=|>=|<|>|≤|≥)"
+    escaped = re.escape(name)
+    low = high = None
+    between = re.search(rf"{_NUMBER}\s*{operator}\s*{escaped}\s*{operator}\s*{_NUMBER}", text)
+    if between:
+        first, second = float(between.group(1)), float(between.group(4))
+        return (min(first, second), max(first, second))
+    for match in re.finditer(rf"(?<![\w.]){escaped}\s*(?:must be |should be )?{operator}\s*{_NUMBER}", text):
+        comparison, number = _COMPARISON[match.group(1)], float(match.group(2))
+        if comparison.startswith(">"):
+            low = number if low is None else max(low, number)
+        else:
+            high = number if high is None else min(high, number)
+    if re.search(rf"(?<![\w.]){escaped}\b[^.\n]{{0,30}}\b(?:must be|should be|is) positive", text):
+        low = 0.0 if low is None else low
+    if low is None and high is None:
+        return None
+    return (low, high)
