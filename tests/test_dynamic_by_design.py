@@ -27,6 +27,9 @@ EXPECTED = {
     "FixedPointLeak": ("AGL908", "quantized forward, real-valued backward: forward rounds to a grid in input 0 "
                                  "(`voltage`), input 1 (`current`)"),
     "FixedPointSquareForgotFactor": ("AGL901", "gradcheck failed for input 0 (`voltage`)"),
+    # The near miss's numbers, documented as a surrogate: an estimator, whatever its slope.
+    "FixedPointSquareDampedSurrogate": ("AGL908", "straight-through or surrogate estimator: forward is piecewise "
+                                                  "constant in input 0 (`voltage`)"),
     # 3. A gradient token, the same numbers without the words, and the words on a forward that moves.
     "SpikeGradientToken": ("AGL908", "gradient token: forward's outputs do not move when any input does"),
     "ZerosForgotForward": ("AGL901", "gradcheck failed for input 0 (`x`)"),
@@ -73,6 +76,7 @@ def test_the_messages_say_what_makes_each_kind(kinds_run):
     assert "over steps of many grid cells its slope is backward's gradient" in message["FixedPointLeak"]
     assert "backward differentiates the unrounded formula" in message["FixedPointLeak"]
     assert 'its documentation says "token"' in message["SpikeGradientToken"]
+    assert 'its documentation says "surrogate"' in message["FixedPointSquareDampedSurrogate"].lower()
     # The near miss's forward finite differences are zero: the message says what is wrong instead.
     forgot = message["FixedPointSquareForgotFactor"]
     assert "forward rounds a smooth formula to a fine grid in input 0 (`voltage`)" in forgot, forgot
