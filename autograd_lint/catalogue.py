@@ -287,9 +287,10 @@ RULES: dict[str, RuleInfo] = {
                  "backward raises when an unused output's gradient is None (set_materialize_grads(False); "
                  "--dynamic)", static=False),
         RuleInfo("AGL908", "surrogate-gradient", "info",
-                 "backward is deliberately not forward's derivative: a straight-through or surrogate estimator, "
-                 "a gradient modifier over an identity forward, a Lie group's tangent-space gradient, or a "
-                 "natural gradient (--dynamic)",
+                 "backward is deliberately not forward's derivative: a straight-through or surrogate estimator "
+                 "(and its fixed hyper-parameters), a gradient modifier over an identity forward, a Lie group's "
+                 "tangent-space gradient, a natural gradient, a fixed-point forward with the real-valued "
+                 "formula's backward, or a gradient token (--dynamic)",
                  default_enabled=False, static=False),
         RuleInfo("AGL909", "backward-not-linear", "error",
                  "backward is not linear in its incoming gradient: it clamps or gates on the gradient's sign, "

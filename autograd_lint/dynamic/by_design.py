@@ -15,12 +15,27 @@ Some Functions mean their backward not to be the derivative of forward
   coordinate(s) of the last dimension (of the input, or of the output's gradient that backward
   ignores) while forward's finite differences are not, and it differs from them on the other
   coordinates too (a backward that only forgot the last coordinate, and is the derivative on
-  the rest, stays an AGL901).
+  the rest, stays an AGL901);
+- a quantized forward with a real-valued backward (``rounded_slope``): forward rounds a smooth
+  formula to a fine grid (fixed-point arithmetic emulating neuromorphic hardware), so its finite
+  differences are zero or jumps, and over steps of many grid cells its slope is backward's
+  gradient. Where that slope is steady and is not backward's (a forgotten factor), the input is
+  not explained (AGL901, and ``rounding_note`` says so in the message) unless the class says it
+  estimates; a coarse step (``round``, ``sign``) has no steady slope and stays piecewise constant;
+- a fixed hyper-parameter of an estimator: an input forward depends on smoothly and backward
+  gives no gradient (None or zeros: a step size, a threshold), explained only when another input
+  is estimated (piecewise constant, rounded or a documented surrogate); in a smooth Function it
+  is a weight that never trains (AGL901);
+- a gradient token (``gradient_token``): no input moves forward's outputs and backward sends a
+  gradient; the same numbers as a forward that returns zeros by mistake, so the class's own text
+  must say "token", "inject" or "route".
 
-gradcheck fails on both, truthfully and uselessly; ``explain_failure`` recognises them from
-forward's numbers alone, input by input, so that a Function that also has a genuinely wrong
-gradient for another input stays an AGL901. A docstring saying "straight-through" is only
-repeated in the message: words are not evidence.
+gradcheck fails on all of them, truthfully and uselessly; ``explain_failure`` recognises them from
+forward's numbers, input by input, so that a Function that also has a genuinely wrong
+gradient for another input stays an AGL901. Where the numbers also fit a common bug (a constant
+Jacobian, a symmetric preconditioner, a constant forward), the class's words are required as
+well; elsewhere a docstring saying "straight-through" is only repeated in the message: words
+alone are not evidence.
 
 Backward must be linear in its incoming gradients: autograd sums the gradients of every use of
 an output before calling it, and chains it with other nodes' linear maps. gradcheck's slow mode
@@ -54,14 +69,24 @@ ESTIMATOR_HINT = re.compile(HINT.pattern + r"|estimator|lineari[sz]e|substitut\w
                             r"gradient is set to", re.IGNORECASE)
 
 
+# Words that, next to a forward whose outputs no input moves, say that it is a gradient token
+# (``gradient_token``): the same numbers are a forward that returns zeros by mistake.
+TOKEN_HINT = re.compile(r"\btoken\b|\binject\w*|\brout(?:e|es|ed|ing)\b", re.IGNORECASE)
+
+
 @dataclass
 class ByDesign:
-    kind: str  # "straight-through or surrogate estimator" | "gradient modifier" | TANGENT
+    kind: str  # ESTIMATOR | MODIFIER | TANGENT | NATURAL | QUANTIZED | TOKEN, maybe + WITH_HYPERPARAMETER
     message: str
 
 
+ESTIMATOR = "straight-through or surrogate estimator"
+MODIFIER = "gradient modifier"
 TANGENT = "tangent-space gradient"
 NATURAL = "natural gradient"
+QUANTIZED = "quantized forward, real-valued backward"
+TOKEN = "gradient token"
+WITH_HYPERPARAMETER = " with a fixed hyper-parameter"  # appended to an estimator's kind
 
 
 def explain_failure(cls: type, make_inputs: Callable[[], tuple], names: list[str],
@@ -70,7 +95,9 @@ def explain_failure(cls: type, make_inputs: Callable[[], tuple], names: list[str
     """``failing``: input index -> (analytical, numerical) Jacobian for each input on which
     gradcheck failed. A ``ByDesign`` when every one of them is explained by forward's shape:
     the input is passed through unchanged, or forward is piecewise constant in it (or, next to a
-    pass-through, ignores it: the gradient is rerouted to it)."""
+    pass-through, ignores it: the gradient is rerouted to it), or forward rounds a smooth formula
+    whose derivative backward is, or, next to an estimator, it is a hyper-parameter backward
+    gives no gradient; or forward ignores every input and the class says it is a token."""
     if not failing:
         return None
     inputs = make_inputs()
@@ -86,7 +113,7 @@ def explain_failure(cls: type, make_inputs: Callable[[], tuple], names: list[str
                       and any(output.shape == value.shape and output.dtype == value.dtype
                               and torch.equal(output, value.detach()) for output in outputs)}
     parts: list[str] = []
-    stepped, ignored = [], []
+    stepped, ignored, quantized, hyperparameters = [], [], [], []
     tangent, surrogate = [], []
     for index, (analytical, numerical) in sorted(failing.items()):
         if not bool(torch.isfinite(analytical).all()):
@@ -99,7 +126,13 @@ def explain_failure(cls: type, make_inputs: Callable[[], tuple], names: list[str
         if padded:
             tangent.append(f"the gradient for {what} {padded}")
             continue
-        if numerical.numel() and float(numerical.abs().max()) > ZERO:
+        if numerical.numel() and float(numerical.abs().max()) > ZERO and not _jumps_only(analytical, numerical):
+            if not bool(analytical.any()):
+                # Forward depends smoothly on it and backward gives it nothing: a fixed
+                # hyper-parameter when the class estimates another input's gradient (decided
+                # after the loop), else a forgotten gradient.
+                hyperparameters.append(what)
+                continue
             # Forward depends smoothly on this input: the gradient should be its derivative, unless
             # backward takes it from another input that forward does not read at all.
             steering = backward_only_inputs(function, inputs, index, outputs, set(failing) | passed_through)
@@ -117,28 +150,198 @@ def explain_failure(cls: type, make_inputs: Callable[[], tuple], names: list[str
                              "and which gets no gradient: a statistic passed in for backward alone (a moving "
                              "average, a running estimate)")
             continue
-        if _changes_output(function, inputs, index, outputs):
-            stepped.append(what)
-        else:
+        if not _changes_output(function, inputs, index, outputs):
             ignored.append(what)
+            continue
+        slope = rounded_slope(function, inputs, index, analytical, outputs)
+        if slope is not None and slope.matches:
+            quantized.append((what, slope))
+        elif slope is not None and slope.differs and not _documentation_matches(cls, ESTIMATOR_HINT):
+            # Forward rounds a smooth formula to a fine grid, and backward is not that formula's
+            # derivative (a factor forgotten), nor documented as an estimator: AGL901.
+            return None
+        else:
+            stepped.append(what)
+    if hyperparameters and not (stepped or quantized or surrogate):
+        return None  # a parameter forward uses and backward forgets, in a Function that estimates nothing
     if ignored and not passed_through:
-        return None  # a gradient for an input forward never reads, with nothing to reroute from
+        if stepped or quantized or surrogate or tangent or hyperparameters or parts:
+            return None  # a gradient for an input forward never reads, with nothing to reroute from
+        token = gradient_token(cls, function, inputs, outputs)
+        if not token:
+            return None  # the same numbers as a forward that returns zeros by mistake
+        return ByDesign(TOKEN, f"{TOKEN}: forward's outputs do not move when any input does (small steps or "
+                               f"large) and backward sends a gradient to {', '.join(ignored)}: a token that "
+                               f"injects or routes a gradient (by design: its documentation says \"{token}\"). "
+                               "gradcheck fails by design (the gradient is not forward's derivative); backward's "
+                               "count, shapes, dtypes and finiteness were checked")
     if stepped:
         parts.append(f"forward is piecewise constant in {', '.join(stepped)} (its finite-difference "
                      "Jacobian is zero, its value steps) and backward passes a nonzero gradient")
+    if quantized:
+        parts.append(f"forward rounds to a grid in {', '.join(what for what, _ in quantized)} (its finite-"
+                     "difference Jacobian is zero or jumps) and over steps of many grid cells its slope is "
+                     f"backward's gradient (within {max(slope.error for _, slope in quantized):.0%}): backward "
+                     "differentiates the unrounded formula, as a fixed-point or integer-arithmetic forward "
+                     "(neuromorphic hardware emulation) is meant to be trained")
     if ignored:
         parts.append(f"backward reroutes a gradient to {', '.join(ignored)}, which forward does not read")
     parts += surrogate
     if tangent:
         parts.append("; ".join(tangent) + ": a gradient in the tangent space of a Lie group or manifold, padded "
                      "to the tensor's size, not the derivative in the tensor's coordinates")
-    kind = "gradient modifier" if passed_through & set(failing) or ignored else \
-        TANGENT if tangent and not stepped else "straight-through or surrogate estimator"
+    if hyperparameters:
+        parts.append(f"{', '.join(hyperparameters)} {'is a' if len(hyperparameters) == 1 else 'are'} fixed "
+                     f"hyper-parameter{'' if len(hyperparameters) == 1 else 's'} (a step size, a threshold, "
+                     "quantization levels): forward depends on it and backward gives it no gradient")
+    kind = MODIFIER if passed_through & set(failing) or ignored else \
+        TANGENT if tangent and not stepped else \
+        QUANTIZED if quantized and not (stepped or surrogate) else ESTIMATOR
+    if hyperparameters:
+        kind += WITH_HYPERPARAMETER
     hint = docstring_hint(cls)
     message = (f"{kind}: {'; '.join(parts)}. gradcheck fails by design (the gradient is not forward's "
                "derivative); backward's count, shapes, dtypes and finiteness were checked"
                + (f" (its documentation says \"{hint}\")" if hint else ""))
     return ByDesign(kind, message)
+
+
+def _jumps_only(analytical: torch.Tensor, numerical: torch.Tensor) -> bool:
+    """Forward's finite differences are zero but for a few entries far larger than any of
+    backward's: an element that lies within eps of a rounding step (its jump over 2 eps), not
+    a slope. Treated as zero, as a piecewise-constant forward's."""
+    jumps = numerical[numerical.abs() > ZERO]
+    if not jumps.numel():
+        return False
+    scale = float(analytical.abs().max())
+    return (scale > 0 and float(jumps.abs().min()) > 100 * scale
+            and jumps.numel() <= 0.25 * int((analytical != 0).sum()))
+
+
+# Central differences for ``rounded_slope`` span this many half grid cells (and twice as many).
+GRID_CELLS = 8
+
+
+@dataclass
+class RoundedSlope:
+    """Forward's slope over steps of many grid cells (``rounded_slope``) against backward's."""
+
+    step: float  # the finite-difference step used, in the input's units
+    error: float  # |slope - backward's| / |slope|, along one random direction
+    factor: Optional[float] = None  # slope = factor * backward's, when one factor fits (within 10%)
+
+    @property
+    def matches(self) -> bool:
+        return self.error <= 0.1
+
+    @property
+    def differs(self) -> bool:
+        return self.error >= 0.3
+
+
+def rounded_slope(function: Callable[..., Any], inputs: tuple, index: int, analytical: torch.Tensor,
+                  base: list[torch.Tensor]) -> Optional[RoundedSlope]:
+    """How backward compares with the slope of the smooth formula that forward rounds to a fine
+    grid (``floor(v * 2**8) / 2**8``, a fixed-point state), along one random direction of input
+    ``index``; None when forward is not such a rounding (a coarse step such as ``round`` or
+    ``sign``, whose slope nobody means) or the slope cannot be read.
+
+    The grid is found by moving the input by t = 2**-20 .. 2**-3 of its size (root mean square)
+    until half of the outputs backward says depend on it have changed: t is then about half a
+    grid cell in the input's units. Central differences over GRID_CELLS and twice as many such
+    steps round each output by at most 1/GRID_CELLS and 1/(2 GRID_CELLS) of its change. Both
+    must agree within 10% (forward follows a smooth formula at that scale), and the larger step
+    must stay within half the input's size (a local slope, not a coarse quantizer's trend)."""
+    value = inputs[index].detach()
+    if not value.numel():
+        return None
+    size = float(value.double().pow(2).mean().sqrt()) or 1.0
+    direction = torch.randn(value.shape, dtype=value.dtype, generator=torch.Generator().manual_seed(13))
+    expected = analytical @ direction.reshape(-1).to(analytical.dtype)  # backward's directional derivative
+    if not bool(expected.any()):
+        return None
+    responding = expected.abs() > 1e-9 * float(expected.abs().max())
+    start = _flat_moved(function, inputs, index, value)
+    if start is None or start.shape != expected.shape:
+        return None
+    grid = None
+    for power in range(20, 2, -1):
+        moved = _flat_moved(function, inputs, index, value + size * 2.0 ** -power * direction)
+        if moved is None or moved.shape != start.shape:
+            return None
+        if float((moved != start)[responding].double().mean()) >= 0.5:
+            grid = size * 2.0 ** -power
+            break
+    if grid is None or grid <= size * 2.0 ** -20 or GRID_CELLS * 2 * grid > size / 2:
+        return None  # no grid, a continuous forward, or a coarse step
+    slopes = []
+    for step in (GRID_CELLS * grid, GRID_CELLS * 2 * grid):
+        plus = _flat_moved(function, inputs, index, value + step * direction)
+        minus = _flat_moved(function, inputs, index, value - step * direction)
+        if plus is None or minus is None:
+            return None
+        slopes.append((plus - minus).double() / (2 * step))
+    near, far = slopes
+    scale = max(float(near.norm()), float(far.norm()))
+    if not scale or float((near - far).norm()) > 0.1 * scale:
+        return None  # not a smooth formula at that scale either
+    factor = float(far @ expected) / float(expected @ expected)
+    proportional = float((far - factor * expected).norm()) <= 0.1 * float(far.norm())
+    return RoundedSlope(GRID_CELLS * 2 * grid, float((far - expected).norm()) / float(far.norm()),
+                        factor if proportional else None)
+
+
+def rounding_note(function: Callable[..., Any], inputs: tuple, names: list[str],
+                  failing: dict[int, tuple[torch.Tensor, torch.Tensor]]) -> str:
+    """For AGL901's message: the failing inputs in which forward rounds a smooth formula to a fine
+    grid while backward is not that formula's derivative (``rounded_slope``). There forward's
+    finite differences are zero, and "max |analytical - numerical|" alone reads as if the
+    quantization were the complaint."""
+    try:
+        with torch.no_grad():
+            base = _outputs(function, inputs)
+    except Exception:  # forward's own failure is reported elsewhere; the note is only an aid
+        return ""
+    notes = []
+    for index, (analytical, numerical) in sorted(failing.items()):
+        flat = not numerical.numel() or float(numerical.abs().max()) <= ZERO
+        if not bool(analytical.any()) or not (flat or _jumps_only(analytical, numerical)):
+            continue
+        slope = rounded_slope(function, inputs, index, analytical, base)
+        if slope is not None and slope.differs:
+            how = f"is {slope.factor:.3g} times" if slope.factor is not None else f"differs by {slope.error:.0%} from"
+            notes.append(f"; forward rounds a smooth formula to a fine grid in {_name(index, names)}, and over steps "
+                         f"of many grid cells (±{slope.step:.2g}) its slope {how} backward's gradient: backward is "
+                         "not the derivative of the formula forward rounds")
+    return "".join(notes)
+
+
+def _flat_moved(function: Callable[..., Any], inputs: tuple, index: int, value: torch.Tensor
+                ) -> Optional[torch.Tensor]:
+    """Forward's outputs, flattened into one vector, with input ``index`` set to ``value``."""
+    arguments = list(inputs)
+    arguments[index] = value.clone().requires_grad_(True)
+    with torch.no_grad():
+        try:
+            outputs = _outputs(function, tuple(arguments))
+        except Exception:
+            return None
+    return torch.cat([output.reshape(-1) for output in outputs]) if outputs else None
+
+
+def gradient_token(cls: type, function: Callable[..., Any], inputs: tuple, base: list[torch.Tensor]) -> str:
+    """The words of the class's own text that say it is a gradient token ("token", "inject",
+    "route"), when no float input moves forward's outputs, by a small step or a large one; ""
+    otherwise. Such a forward returns zeros (or a constant) and backward sends a gradient: a
+    token added to a loss or an output to inject one. Without the words, the same numbers are a
+    forward that returns zeros by mistake (AGL901); the module's text is not read, since it may
+    describe another class."""
+    floats = [index for index, value in enumerate(inputs)
+              if isinstance(value, torch.Tensor) and value.is_floating_point()]
+    if not floats or any(_changes_output(function, inputs, index, base) or not _flat_near(function, inputs, index, base)
+                         for index in floats):
+        return ""
+    return _documented_as(cls, TOKEN_HINT)
 
 
 def natural_gradient(cls: type, failing: dict[int, tuple[torch.Tensor, torch.Tensor]]) -> str:
@@ -348,10 +551,10 @@ def known_modifier(cls: type, make_inputs: Callable[[], tuple], function: Callab
               if isinstance(value, torch.Tensor) and value.is_floating_point() and value.requires_grad]
     if any(output.shape == inputs[index].shape and torch.equal(output, inputs[index].detach())
            for index in floats for output in outputs):
-        return "gradient modifier"
+        return MODIFIER
     if floats and all(_flat_near(function, inputs, index, outputs) and _changes_output(function, inputs, index, outputs)
                       for index in floats):
-        return "straight-through or surrogate estimator"
+        return ESTIMATOR
     return ""
 
 

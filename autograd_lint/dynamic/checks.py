@@ -453,6 +453,8 @@ def _gradcheck_outcome(cls: type, make_inputs: Callable[[], tuple], names: list[
              for index, difference in sorted(worst.items(), key=lambda item: -item[1])
              if difference > tolerances.atol and index not in aside]
     note = "".join(f"; {_input_name(index, names)} differs by design ({why.kind})" for index, why in sorted(aside.items()))
+    note += by_design.rounding_note(function, make_inputs(), names,
+                                    {index: jacobian for index, jacobian in failing.items() if index not in aside})
     return GradcheckOutcome("gradcheck failed for " + "; ".join(parts or ["an input (within tolerance per element)"])
                             + note, tolerances=tolerances)
 
