@@ -20,12 +20,25 @@ to autograd-lint and torch 2.13.0 (pinned, so that no dependency pulls in anothe
 and prints, per package, the classes, how many were checked, why the others were not, and the
 runtime findings (AGL9xx) by code and severity; then every runtime finding at error severity,
 to be read in its code (bench/dynamic-findings.md holds the verdicts). `compare` prints the
-classes whose status or runtime findings changed between two runs. CI never runs this.
+classes whose status or runtime findings changed between two runs. `summary` also counts each
+package's Function classes with its own `ast` scan and names any that the report leaves out.
+CI never runs this.
+
+`--batch blind7` selects the seventh blind batch (issue 29) instead: nine pure-PyTorch packages that
+no earlier batch used, installed in their own environment (bench/dynamic-blind7-constraints.txt is
+what pip resolved, torch pinned)::
+
+    python3 -m venv /tmp/venv-blind7
+    /tmp/venv-blind7/bin/pip install -e . torch==2.13.0 -c bench/dynamic-blind7-constraints.txt \
+        torch-interpol hypll torch-pme spikingtorch kymatio pyepo mirtorch warprnnt-numba numba lxt
+    /tmp/venv-blind7/bin/python bench/dynamic_ecosystem.py run --batch blind7 --out /tmp/blind7-now
+    /tmp/venv-blind7/bin/python bench/dynamic_ecosystem.py compare --batch blind7 /tmp/blind7-before /tmp/blind7-now
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import collections
 import json
 import subprocess
@@ -37,13 +50,18 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 # Import name of each package of bench/ecosystem-packages.txt that --dynamic is measured on.
 PACKAGES = ("entmax", "torchdiffeq", "pypose", "gpytorch", "pyro", "botorch", "speechbrain", "monai", "fairscale")
+# Import names of the seventh blind batch (issue 29, bench/dynamic-findings.md): packages that no
+# earlier batch, static or dynamic, used; run first at 27415ba, before any change made for them.
+BLIND7 = ("interpol", "hypll", "torchpme", "spikingtorch", "kymatio", "pyepo", "mirtorch", "warprnnt_numba", "lxt")
+BATCHES = {"ecosystem": PACKAGES, "blind7": BLIND7}
 
 
 def run(args: argparse.Namespace) -> int:
     site = Path(args.site_packages or sysconfig.get_paths()["purelib"])
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    for package in args.packages or PACKAGES:
+    packages = args.packages or BATCHES[args.batch]
+    for package in packages:
         if not (site / package).is_dir():
             print(f"{package}: not installed in {site}", file=sys.stderr)
             continue
@@ -55,7 +73,31 @@ def run(args: argparse.Namespace) -> int:
                  "--format", "json", "--dynamic-report", str(out / f"{package}-report.json"), str(site / package)],
                 stdout=stdout, stderr=stderr, cwd=REPO, check=False)
         print(f"{package}: exit {completed.returncode}, {time.perf_counter() - started:.1f} s", file=sys.stderr)
-    return summary(out, args.packages or PACKAGES)
+    return summary(out, packages, site)
+
+
+def scanned_function_classes(package_dir: Path) -> set[tuple[str, str, int]]:
+    """(file, class, line) of each class under package_dir whose base is a `Function` or, transitively,
+    another such class of the package: an independent count, to check that the report lists each one.
+
+    Read with `ast` alone, by base names, so that it does not share a mistake with the linter's model."""
+    classes = []
+    for path in sorted(package_dir.rglob("*.py")):
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                bases = {ast.unparse(base).rsplit(".", 1)[-1] for base in node.bases}
+                classes.append((str(path.resolve()), node.name, node.lineno, bases))
+    function_names, found = {"Function", "InplaceFunction"}, set()
+    while True:
+        new = {(file, name, line) for file, name, line, bases in classes if bases & function_names} - found
+        if not new:
+            return found
+        found |= new
+        function_names |= {name for _, name, _ in new}
 
 
 def _load(out: Path, package: str) -> tuple[dict, list[dict]]:
@@ -64,10 +106,12 @@ def _load(out: Path, package: str) -> tuple[dict, list[dict]]:
     return report, [finding for finding in findings if finding["code"].startswith("AGL9")]
 
 
-def summary(out: Path, packages) -> int:
+def summary(out: Path, packages, site: Path | None = None) -> int:
+    site = site or Path(sysconfig.get_paths()["purelib"])
     totals = collections.Counter()
-    errors = []
-    print(f"| package | classes | checked | not checked | runtime findings |\n|---|---:|---:|---|---|")
+    errors, unlisted = [], []
+    print("| package | classes | in report | checked | gradcheck ran | not checked | runtime findings |\n"
+          "|---|---:|---:|---:|---:|---|---|")
     for package in packages:
         if not (out / f"{package}-report.json").is_file():
             continue
@@ -75,14 +119,24 @@ def summary(out: Path, packages) -> int:
         counts = report["summary"]
         why = ", ".join(f"{number} {status}" for status, number in counts["not_checked"].items() if number)
         by_code = collections.Counter(f"{f['code']} {f['severity']}" for f in runtime)
-        print(f"| {package} | {counts['function_classes']} | {counts['checked']} | {why} | "
+        # "checked" also counts the by-design check that replaces gradcheck; issue 29 asks for both.
+        gradcheck_ran = sum("gradcheck" in entry["ran"] for entry in report["functions"])
+        scanned = scanned_function_classes(site / package) if (site / package).is_dir() else set()
+        listed = {(str(Path(entry["path"]).resolve()), entry["function_class"], entry["line"]) for entry in report["functions"]}
+        unlisted += sorted(scanned - listed)
+        print(f"| {package} | {len(scanned) or '?'} | {len(scanned & listed) if scanned else counts['function_classes']} | "
+              f"{counts['checked']} | {gradcheck_ran} | {why} | "
               f"{', '.join(f'{n} {code}' for code, n in sorted(by_code.items()))} |")
         totals["classes"] += counts["function_classes"]
         totals["checked"] += counts["checked"]
+        totals["gradcheck ran"] += gradcheck_ran
         errors += [f for f in runtime if f["severity"] == "error"]
+    for file, name, line in unlisted:
+        print(f"- NOT IN THE REPORT: {file.split('site-packages/')[-1]}:{line} {name}")
     if totals["classes"]:
         print(f"\n{totals['checked']} of {totals['classes']} classes checked "
-              f"({100 * totals['checked'] / totals['classes']:.0f}%); {len(errors)} runtime findings at error severity:")
+              f"({100 * totals['checked'] / totals['classes']:.0f}%), gradcheck ran on {totals['gradcheck ran']} "
+              f"({100 * totals['gradcheck ran'] / totals['classes']:.0f}%); {len(errors)} runtime findings at error severity:")
     for finding in errors:
         where = finding["path"].split("site-packages/")[-1]
         print(f"- {where}:{finding['line']} {finding['code']} {finding['message'][:200]}")
@@ -91,7 +145,7 @@ def summary(out: Path, packages) -> int:
 
 def compare(args: argparse.Namespace) -> int:
     before, after = Path(args.before), Path(args.after)
-    for package in PACKAGES:
+    for package in BATCHES[args.batch]:
         if not ((before / f"{package}-report.json").is_file() and (after / f"{package}-report.json").is_file()):
             continue
         old = {(f["path"], f["function_class"]): f for f in _load(before, package)[0]["functions"]}
@@ -112,17 +166,21 @@ def main(argv: list[str]) -> int:
     run_parser = commands.add_parser("run", help="run --dynamic over the installed packages")
     run_parser.add_argument("--out", required=True, help="directory for the JSON outputs")
     run_parser.add_argument("--site-packages", help="where the packages are installed (default: this Python's)")
-    run_parser.add_argument("packages", nargs="*", help=f"import names (default: {' '.join(PACKAGES)})")
+    run_parser.add_argument("packages", nargs="*", help="import names (default: the batch's)")
     summary_parser = commands.add_parser("summary", help="the table and the error findings of a run")
     summary_parser.add_argument("out")
+    summary_parser.add_argument("--site-packages", help="where the packages are installed (default: this Python's)")
     compare_parser = commands.add_parser("compare", help="classes whose status or findings changed")
     compare_parser.add_argument("before")
     compare_parser.add_argument("after")
+    for subparser in (run_parser, summary_parser, compare_parser):
+        subparser.add_argument("--batch", choices=sorted(BATCHES), default="ecosystem",
+                               help="which packages: the ecosystem check's or the seventh blind batch's (default: %(default)s)")
     args = parser.parse_args(argv)
     if args.command == "run":
         return run(args)
     if args.command == "summary":
-        return summary(Path(args.out), PACKAGES)
+        return summary(Path(args.out), BATCHES[args.batch], args.site_packages and Path(args.site_packages))
     return compare(args)
 
 
