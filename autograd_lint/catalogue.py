@@ -270,8 +270,10 @@ RULES: dict[str, RuleInfo] = {
                  "a Function class nested in a function reads, in forward, a tensor of the enclosing function "
                  "instead of taking it as an input",
                  confirmable=True),
-        RuleInfo("AGL901", "gradcheck-failed", "error", "gradcheck failed (--dynamic)", static=False),
-        RuleInfo("AGL902", "gradgradcheck-failed", "error", "gradgradcheck failed (--dynamic)", static=False),
+        RuleInfo("AGL901", "gradcheck-failed", "error", "gradcheck failed (--dynamic)", static=False,
+                 graded="error / warning (inputs with guessed constant tensors)"),
+        RuleInfo("AGL902", "gradgradcheck-failed", "error", "gradgradcheck failed (--dynamic)", static=False,
+                 graded="error / warning (inputs with guessed constant tensors)"),
         RuleInfo("AGL903", "backward-wrong-result", "error",
                  "backward returned a wrong count, shape, dtype or device at runtime (--dynamic)", static=False),
         RuleInfo("AGL904", "cuda-only-failure", "error",

@@ -283,7 +283,7 @@ def test_summary_line_counts_sources_and_confirmations(fixture_run):
     (total, checked, partly, not_checked, built, rate, declared, call_sites, synthesized,
      confirmed, not_reproduced, unverified, runtime_count) = map(int, match.groups())
     assert total == len(report["functions"]) and built == declared + call_sites + synthesized
-    assert (declared, call_sites) == (10, 2) and rate == round(100 * built / total)
+    assert (declared, call_sites) == (18, 2) and rate == round(100 * built / total)
     assert checked + partly + not_checked == total
     assert checked == sum(1 for f in report["functions"] if f["status"] == "checked")
     assert partly == sum(1 for f in report["functions"] if f["status"] == "partly-checked")
@@ -898,7 +898,7 @@ def test_second_tries_and_plain_numbers_reach_every_class_without_false_errors(f
     _, findings, report = fixture_run
     entries = {name: function(report, name) for name in (
         "ScaleSaved", "ScaleSavedWrong", "ThresholdItem", "ProjectOperator", "DropScaled", "Softplus",
-        "SpikeTrain", "ScaledByCallSite")}
+        "SpikeTrain", "ScaledByCallSite", "PaddedFilter", "PaddedFilterWrong", "ComplexModulus", "Padded")}
     assert {name: entry["status"] for name, entry in entries.items()} == dict.fromkeys(entries, "checked")
     detail = {name: entry["inputs"]["detail"] for name, entry in entries.items()}
     assert "scale () without grad = 0.5" in detail["ScaleSaved"]
@@ -908,6 +908,12 @@ def test_second_tries_and_plain_numbers_reach_every_class_without_false_errors(f
     assert "beta=1.5" in detail["Softplus"]
     assert "x_seq (3, 4), T=3 (the leading size)" in detail["SpikeTrain"]
     assert "gain=3.0" in detail["ScaledByCallSite"]
-    found = {(f["function_class"], f["code"]) for f in findings if f["path"].endswith("retried_inputs.py")}
-    # The retry reaches a real bug too: only it, nothing false.
-    assert found == {("ScaleSavedWrong", "AGL901")}
+    assert "mode=2, flip=False (kernel without grad" in detail["PaddedFilter"]  # docstring type, truth test
+    assert "z (3, 2)" in detail["ComplexModulus"]  # only z[..., 0] and z[..., 1] are read
+    assert "mode='reflect'" in detail["Padded"]  # the public wrapper's default
+    found = {(f["function_class"], f["code"], f["severity"]) for f in findings if f["path"].endswith("retried_inputs.py")}
+    # The retry reaches a real bug too; a bug judged on a guessed constant (`kernel`) is a warning
+    # that says so. Nothing false.
+    assert found == {("ScaleSavedWrong", "AGL901", "error"), ("PaddedFilterWrong", "AGL901", "warning")}
+    uncertain = next(f for f in findings if f["function_class"] == "PaddedFilterWrong")
+    assert "(not certain: `kernel` was guessed as a tensor that backward gives no gradient" in uncertain["message"]

@@ -92,28 +92,56 @@ def candidates(cls: type, module: Any, files: list[str], project_root: str = "")
 
 
 def plain_values(cls: type, module: Any, files: list[str]) -> dict[int, Any]:
-    """Position -> a Python number that the user's ``Cls.apply(...)`` calls pass there, each
-    argument evaluated on its own (a call site that is not simple as a whole still says that its
-    ``0.9`` is a number). A position where some call passes anything else is left out: the
-    synthesis keeps a hyper-parameter a number only where every readable call agrees."""
+    """Position -> a plain value (a number, a string, a bool, a tuple of them) that the user's
+    ``Cls.apply(...)`` calls pass there, each argument evaluated on its own: a call site that is
+    not simple as a whole still says that its ``0.9`` is a number. An argument that is a parameter
+    of the enclosing function counts with that parameter's default (``def grid_pull(input, grid,
+    interpolation='linear')`` passing ``interpolation`` on). A position where some call passes a
+    tensor is left out: a parameter stays a plain value only where every readable call agrees."""
     namespace = vars(module)
-    numbers: dict[int, Any] = {}
+    found: dict[int, Any] = {}
     other: set[int] = set()
     for path in files:
         for call, scope in _apply_calls(path, cls.__name__):
             if any(isinstance(arg, ast.Starred) for arg in call.args):
                 continue
-            evaluator = _Evaluator(namespace, scope, call.lineno)
+            evaluator = _Evaluator(namespace, scope, call.lineno, _defaults_of(scope, namespace))
             for position, argument in enumerate(call.args):
                 try:
                     value = evaluator.value(argument, 0)
                 except Exception:  # noqa: BLE001 - not simple, or the expression fails: says nothing
                     continue
-                if isinstance(value, (int, float)) and not isinstance(value, bool):
-                    numbers.setdefault(position, value)
+                if _plain(value):
+                    found.setdefault(position, value)
                 else:
                     other.add(position)
-    return {position: value for position, value in numbers.items() if position not in other}
+    return {position: value for position, value in found.items() if position not in other}
+
+
+def _plain(value: Any) -> bool:
+    if isinstance(value, tuple):
+        return all(_plain(item) for item in value)
+    return value is not None and isinstance(value, (int, float, str, bool))
+
+
+def _defaults_of(scope: ast.AST, namespace: dict) -> dict[str, Any]:
+    """A function's parameters that have a plain default, bound to it (a later assignment in the
+    function still wins: ``_local_assignment`` is asked first)."""
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return {}
+    spec = scope.args
+    positional = [*spec.posonlyargs, *spec.args]
+    pairs = list(zip(positional[len(positional) - len(spec.defaults):], spec.defaults))
+    pairs += [(parameter, default) for parameter, default in zip(spec.kwonlyargs, spec.kw_defaults) if default is not None]
+    defaults = {}
+    for parameter, default in pairs:
+        try:
+            value = _Evaluator(namespace, _NO_SCOPE, 0).value(default, 0)
+        except Exception:  # noqa: BLE001 - a default the evaluator cannot read says nothing
+            continue
+        if _plain(value):
+            defaults[parameter.arg] = value
+    return defaults
 
 
 def _recipe(evaluator: "_Evaluator", call: ast.Call) -> Callable[[], tuple]:

@@ -18,3 +18,7 @@ class Candidate:
     # Positions of the arguments that are tensors by default only (no annotation, name or call
     # site said so): ``inputs.choose_inputs`` passes them without grad when backward gives them none.
     guessed: tuple[int, ...] = ()
+    # Guessed tensors passed without grad because backward gives them no gradient: constants of
+    # the Function whose shapes are guesses (a filter bank, an operator), so a failed gradcheck
+    # for the other inputs may be the guess's fault (child.py makes it a warning).
+    guessed_constants: tuple[str, ...] = ()

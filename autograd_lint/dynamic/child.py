@@ -22,7 +22,7 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Optional
 
 NO_RUNTIME_CHECK = "no runtime check for this rule"
@@ -377,8 +377,27 @@ def _run_runtime_checks(cls: type, inputs: Any, device: str, entry: dict) -> Non
         entry["skipped"].append(f"checks raised {type(error).__name__}: {_first_line(error)}")
         found = []
     entry["check_seconds"] = round(time.perf_counter() - started, 4)
+    found = [_uncertain(f, inputs.guessed_constants) for f in found]
     entry["runtime_findings"] = [{"code": f.code, "message": f.message, "kinds": list(f.kinds), "level": f.level}
                                  for f in found]
+
+
+# A wrong gradient compared with finite differences: on inputs whose constants were guessed, the
+# comparison may judge the guess (a filter bank of the wrong shape) rather than the formula.
+_JUDGED_BY_GRADIENTS = frozenset({"AGL901", "AGL902"})
+
+
+def _uncertain(finding: Any, guessed_constants: tuple[str, ...]) -> Any:
+    """A warning, not an error, when the inputs hold guessed constants (``Candidate.guessed_constants``):
+    an unknown never makes an error. ``@example`` inputs make it certain again."""
+    if not guessed_constants or finding.code not in _JUDGED_BY_GRADIENTS:
+        return finding
+    names = ", ".join(f"`{name}`" for name in guessed_constants)
+    were = "were guessed as tensors" if len(guessed_constants) > 1 else "was guessed as a tensor"
+    return replace(finding, level="warning",
+                   message=f"{finding.message} (not certain: {names} {were} that backward gives no gradient, "
+                           "whose shape may not be what the class expects; declare an @example to check it on "
+                           "real inputs)")
 
 
 def _load_confirm() -> Optional[tuple[frozenset, frozenset, Callable]]:

@@ -51,6 +51,7 @@ class ChosenInputs:
     # Set when these are guessed inputs on which backward raised (no guess let it run): then
     # backward's exception may be the guess's fault, and gradcheck is not run on them (checks.py).
     backward_error: str = ""
+    guessed_constants: tuple[str, ...] = ()  # ``Candidate.guessed_constants``
 
 
 @dataclass
@@ -113,7 +114,8 @@ def choose_inputs(cls: type, module: Any, call_site_files: list[str], config_exa
         if error is None:
             candidate = _without_unwanted_grad(cls, candidate, make, device)
             make = make_inputs_factory(candidate.recipe, device)
-            chosen = ChosenInputs(candidate.source, candidate.detail, make, _shapes(make()), candidate.recipe)
+            chosen = ChosenInputs(candidate.source, candidate.detail, make, _shapes(make()), candidate.recipe,
+                                  guessed_constants=candidate.guessed_constants)
             # A guessed shape can suit forward but not what backward assumes (a vector where a
             # matrix was meant): then backward raises on a correct formula. Prefer a guess on
             # which backward runs; the user's own examples are taken as they are.
@@ -179,7 +181,7 @@ def _without_unwanted_grad(cls: type, candidate: Candidate, make: Callable[[], t
     parameters = synthesis.forward_parameters(cls) or []
     names = ", ".join(parameters[index].name if index < len(parameters) else f"input {index}" for index in ungraded)
     return Candidate(candidate.source, f"{candidate.detail} ({names} without grad: backward gives no gradient "
-                                       "for it)", without_grad, ())
+                                       "for it)", without_grad, (), tuple(names.split(", ")))
 
 
 def _spec_without_grad(value: Any) -> Any:

@@ -53,9 +53,11 @@ a parameter that nothing types, and for which backward returns None, is passed w
 
 from __future__ import annotations
 
+import ast
 import inspect
 import itertools
 import re
+import textwrap
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterator, Optional
 
@@ -112,6 +114,7 @@ class Slot:
     shape: Optional[tuple[int, ...]] = None  # a tensor of this shape whatever the plan (a 0-d scalar)
     domain: Optional[tuple[float, float]] = None  # the values the documentation allows (``stated_domains``)
     from_name: bool = False  # a plain value that the parameter's name alone suggested
+    last: Optional[int] = None  # the last dimension's size that the class states (``stated_last_sizes``)
 
 
 @dataclass
@@ -271,26 +274,32 @@ def candidates(cls: type, plain_values: Optional[dict[int, Any]] = None) -> Iter
 def class_slots(cls: type, plain_values: Optional[dict[int, Any]] = None) -> Optional[list[Slot]]:
     """forward's slots, with the call sites' plain numbers and the documented domains applied."""
     parameters = forward_parameters(cls)
-    slots = None if parameters is None else slots_for(parameters)
+    slots = None if parameters is None else slots_for(parameters, plain_values)
     if slots is None:
         return None
+    hints = plain_value_hints(cls)
+    slots = [Slot(slot.name, "value", hints[slot.name]) if slot.kind == FLOAT and slot.guessed and slot.name in hints
+             else slot for slot in slots]
     for position, value in (plain_values or {}).items():
         if position >= len(slots):
             continue
         slot = slots[position]
-        if slot.kind == FLOAT and slot.guessed:
+        if slot.kind == FLOAT and (slot.guessed or not isinstance(value, (int, float))):
             slots[position] = Slot(slot.name, "value", (value,))
         elif slot.kind == "value":  # the user's own number first, then the name's guess
             slots[position] = replace(slot, values=(value, *[other for other in slot.values if other != value]),
                                       from_name=False)
-    return stated_domains(cls, slots)
+    return stated_last_sizes(cls, stated_domains(cls, slots))
 
 
-def slots_for(parameters: list[inspect.Parameter]) -> Optional[list[Slot]]:
-    """Every parameter's slots (``named_slot`` first, then ``classify``); None when one has none."""
+def slots_for(parameters: list[inspect.Parameter], plain_values: Optional[dict[int, Any]] = None) -> Optional[list[Slot]]:
+    """Every parameter's slots (``named_slot`` first, then ``classify``); None when one has none
+    and no call site gives it a plain value (a string option)."""
     slots: list[Slot] = []
-    for parameter in parameters:
+    for position, parameter in enumerate(parameters):
         classified = named_slot(parameter) or classify(parameter)
+        if classified is None and position in (plain_values or {}):
+            classified = [Slot(parameter.name, "value", (plain_values[position],))]
         if classified is None:
             return None
         slots.extend(classified)
@@ -328,6 +337,8 @@ def _arguments(slots: list[Slot], plan: Plan, values: tuple, low: float, high: f
                 shape = slot.shape
             else:
                 shape = plan.shape_of(float_index, slot.name)
+                if slot.last is not None:
+                    shape = (*shape[:-1], slot.last) if shape else (slot.last,)
                 first_shape = shape if first_shape is None else first_shape
                 float_index += 1
             slot_low, slot_high = slot.domain or (low, high)
@@ -519,7 +530,8 @@ _INDEX_WANTED = re.compile(r"indices must be long|dtype int(?:32|64)(?:/int64)? 
 _SAVE_REFUSED_VALUE = re.compile(r"save_for_backward can only save variables, but argument \d+ is of type "
                                  r"(?:float|int)")
 # `.item()` (or float()) on a tensor of several elements: forward reads a scalar from it.
-_ITEM_REFUSED = re.compile(r"cannot be converted to Scalar|only one element tensors can be converted")
+_ITEM_REFUSED = re.compile(r"cannot be converted to Scalar|only one element tensors can be converted|"
+                           r"Boolean value of Tensor with more than one value is ambiguous")
 # Sizes that forward's and autograd's errors ask for, as the last dimension of some input.
 _WANTED_SIZE = (
     re.compile(r"to be: \[(?:\d+, )*(\d+)\]"),  # bmm: "... of batch2 tensor to be: [3, 3] but got: [3, 4]"
@@ -770,3 +782,95 @@ def _bounds(text: str, name: str) -> Optional[tuple[Optional[float], Optional[fl
     if low is None and high is None:
         return None
     return (low, high)
+
+
+# --- a last dimension the class states -------------------------------------------------------------
+
+_SIZE_WORDS = {"two": 2, "three": 3, "four": 4, "2": 2, "3": 3, "4": 4, "6": 6, "7": 7, "8": 8}
+_LAST_DIMENSION_TEXT = re.compile(r"last dim(?:ension)?\s*(?:\)\s*)?(?:is|of size|has size|equal to|=|must be|of)\s+"
+                                  r"(two|three|four|\d)\b", re.IGNORECASE)
+
+
+def stated_last_sizes(cls: type, slots: list[Slot]) -> list[Slot]:
+    """The slots with a float tensor's last size fixed where the class says it: forward reads only
+    ``x[..., 0]`` and ``x[..., 1]`` (a complex number stored as two reals: 2), or the tensor's
+    documentation says "whose last dimension is two". On another size forward ignores the other
+    columns, and backward's gradient for them is whatever it is: gradcheck would judge a guess."""
+    floats = [slot for slot in slots if slot.kind == FLOAT and slot.shape is None and slot.last is None]
+    if not floats:
+        return slots
+    source = _forward_source(cls)
+    documentation = "\n".join(filter(None, (inspect.getdoc(cls), inspect.getdoc(getattr(cls, "forward", None)))))
+    sizes: dict[str, int] = {}
+    for slot in floats:
+        indices = re.findall(rf"(?<![\w.]){re.escape(slot.name)}\[\s*\.\.\.\s*,\s*(\d+)\s*\]", source)
+        other_uses = re.findall(rf"(?<![\w.]){re.escape(slot.name)}\[(?!\s*\.\.\.\s*,\s*\d+\s*\])", source)
+        if indices and not other_uses:
+            sizes[slot.name] = max(int(index) for index in indices) + 1
+            continue
+        described = _parameter_text(documentation, slot.name) or (documentation if len(floats) == 1 else "")
+        match = _LAST_DIMENSION_TEXT.search(described)
+        if match:
+            sizes[slot.name] = _SIZE_WORDS.get(match.group(1).lower(), 0) or int(match.group(1))
+    if not sizes:
+        return slots
+    return [replace(slot, last=sizes[slot.name]) if slot.name in sizes else slot for slot in slots]
+
+
+def _forward_source(cls: type) -> str:
+    try:
+        return inspect.getsource(cls.forward)
+    except (OSError, TypeError):
+        return ""
+
+
+def _parameter_text(documentation: str, name: str) -> str:
+    """The description of parameter ``name`` in a numpy- or Google-style docstring."""
+    match = re.search(rf"^(\s*){re.escape(name)}\s*(?::|\()[^\n]*\n((?:\1\s+[^\n]*\n?)*)", documentation, re.MULTILINE)
+    return (match.group(0) if match else "")
+
+
+# --- plain values that forward's code and docstring show ---------------------------------------------
+
+_DOCUMENTED_VALUES = {"int": (2, 1), "float": (0.5,), "bool": (False, True)}
+_DIMENSION_KEYWORDS = frozenset({"dim", "axis", "dims", "dimension"})
+
+
+def plain_value_hints(cls: type) -> dict[str, tuple[Any, ...]]:
+    """Parameter name -> plain values, for parameters nothing typed: a docstring that gives the
+    type (Google ``mode (int): ...``, numpy ``mode : int``), or a forward that uses the parameter
+    as a Python value only: tested for truth (``if skip_hps:``; a tensor of several elements
+    raises there), or passed as ``dim=``. A parameter forward also computes with stays a tensor."""
+    documentation = "\n".join(filter(None, (inspect.getdoc(cls), inspect.getdoc(getattr(cls, "forward", None)))))
+    hints: dict[str, tuple[Any, ...]] = {}
+    for match in re.finditer(r"^\s*(\w+)\s*(?:\((int|float|bool)\)\s*:|:\s*(int|float|bool)\s*$)",
+                             documentation, re.MULTILINE):
+        hints.setdefault(match.group(1), _DOCUMENTED_VALUES[match.group(2) or match.group(3)])
+    try:
+        tree = ast.parse(textwrap.dedent(_forward_source(cls)))
+    except SyntaxError:
+        return hints
+    function = next((node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)), None)
+    if function is None:
+        return hints
+    parameters = {argument.arg for argument in function.args.args}
+    tested, dimensions, computed = set(), set(), set()
+    for node in ast.walk(function):
+        tests = []
+        if isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)):
+            tests.append(node.test)
+        elif isinstance(node, ast.BoolOp):
+            tests.extend(node.values)
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            tests.append(node.operand)
+        elif isinstance(node, ast.Call):
+            dimensions.update(keyword.value.id for keyword in node.keywords
+                              if keyword.arg in _DIMENSION_KEYWORDS and isinstance(keyword.value, ast.Name))
+        elif isinstance(node, ast.BinOp):
+            computed.update(side.id for side in (node.left, node.right) if isinstance(side, ast.Name))
+        tested.update(test.id for test in tests if isinstance(test, ast.Name))
+    for name in (tested - computed) & parameters:
+        hints.setdefault(name, (False, True))
+    for name in (dimensions - computed - tested) & parameters:
+        hints.setdefault(name, (-1,))
+    return hints
