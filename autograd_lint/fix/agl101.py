@@ -8,7 +8,7 @@ is certainly a tensor (None would hide a forgotten gradient) or reaches forward'
 through differentiable arithmetic (``x * w + b``: a None for ``b`` turns the crash into a bias
 that never trains, AGL308's harm), when a returned value sits at an
 input that is certainly not a tensor (the values may be misaligned), or when the return is not
-a plain tuple or single value (a list, a conditional, a starred tuple).
+a plain tuple or single value (a list, by display or by name, a conditional, a starred tuple).
 """
 
 from __future__ import annotations
@@ -38,9 +38,12 @@ def fix(context: FixContext, finding: Finding) -> Optional[Fix]:
         return None
     ret = next((r for r in reachable_returns(backward)
                 if (backward.span(r).line, backward.span(r).column) == (finding.line, finding.column)), None)
-    if ret is None or isinstance(ret.value, (cst.List, cst.IfExp)) or tuple_concatenation(ret.value) is not None:
+    if ret is None or isinstance(ret.value, cst.IfExp) or tuple_concatenation(ret.value) is not None:
         return None  # (a concatenation would need its own rewrite)
-    values = returned_values(ret.value, model.judge(backward))
+    judge = model.judge(backward)
+    if ret.value is not None and judge.is_list(ret.value):
+        return None  # one value to autograd however many it holds: Nones after it would not help
+    values = returned_values(ret.value, judge)
     inputs = model.inputs
     if values is None or not 0 < len(values) < len(inputs):
         return None
