@@ -159,6 +159,38 @@ class TensorJudge:
             return Tensorness.UNKNOWN
         return Tensorness.UNKNOWN
 
+    def is_list(self, node: cst.BaseExpression, _visiting: frozenset[str] = frozenset()) -> bool:
+        """Is ``node`` certainly a Python list? A list display or comprehension, ``list(...)`` or
+        ``sorted(...)``, a list concatenated with a list or repeated (``[g] + [None] * 4``), a
+        conditional with a list in both branches, or a local name whose every binding is one of
+        these (``grads = []`` then ``grads.append(g)``: appending keeps it a list).
+
+        autograd takes a backward's value as several gradients only when it is a tuple: a list is
+        one value (docs/runtime-mechanisms.md, F1), so how backward's values are counted asks
+        here. False means "not certainly": a parameter, a name with a binding that cannot be
+        read or that is not a list (``grads = tuple(grads)``), a call out of the file."""
+        if isinstance(node, (cst.List, cst.ListComp)):
+            return True
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in ("list", "sorted"):
+            name = node.func.value  # the builtin, unless the file rebinds it
+            return self.qualify(name) == name and name not in self.assignments and name not in self.known
+        if isinstance(node, cst.BinaryOperation):
+            if isinstance(node.operator, cst.Add):
+                return self.is_list(node.left, _visiting) and self.is_list(node.right, _visiting)
+            if isinstance(node.operator, cst.Multiply):  # `[None] * 4`, `4 * [None]`
+                return ((self.is_list(node.left, _visiting) and isinstance(node.right, cst.Integer))
+                        or (isinstance(node.left, cst.Integer) and self.is_list(node.right, _visiting)))
+            return False
+        if isinstance(node, cst.IfExp):
+            return self.is_list(node.body, _visiting) and self.is_list(node.orelse, _visiting)
+        if isinstance(node, cst.Name) and node.value not in self.known:
+            if node.value in _visiting:
+                return True  # `grads = grads + [g]`: a list if its other bindings are
+            bound = self.assignments.get(node.value, [])
+            return bool(bound) and all(isinstance(value, cst.BaseExpression)
+                                       and self.is_list(value, _visiting | {node.value}) for value in bound)
+        return False
+
     def _operands(self, operands: list[cst.BaseExpression], visiting: frozenset[str]) -> Optional[Tensorness]:
         if any(isinstance(o, (cst.Tuple, cst.List)) for o in operands):
             return Tensorness.NOT_TENSOR  # `(None, None) + grads`: a tuple concatenation

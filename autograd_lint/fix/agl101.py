@@ -8,7 +8,11 @@ is certainly a tensor (None would hide a forgotten gradient) or reaches forward'
 through differentiable arithmetic (``x * w + b``: a None for ``b`` turns the crash into a bias
 that never trains, AGL308's harm), when a returned value sits at an
 input that is certainly not a tensor (the values may be misaligned), or when the return is not
-a plain tuple or single value (a list, a conditional, a starred tuple).
+a plain tuple or single value (a list, by display or by name, a conditional, a starred tuple).
+
+A list is one value to autograd (docs/runtime-mechanisms.md, F1): ``return [gx, gw]`` with one
+value per input becomes ``return (gx, gw)`` (safe: the list raises on every backward, the tuple
+hands autograd the values the author listed); any other list return gets no fix.
 """
 
 from __future__ import annotations
@@ -38,9 +42,13 @@ def fix(context: FixContext, finding: Finding) -> Optional[Fix]:
         return None
     ret = next((r for r in reachable_returns(backward)
                 if (backward.span(r).line, backward.span(r).column) == (finding.line, finding.column)), None)
-    if ret is None or isinstance(ret.value, (cst.List, cst.IfExp)) or tuple_concatenation(ret.value) is not None:
+    if ret is None or isinstance(ret.value, cst.IfExp) or tuple_concatenation(ret.value) is not None:
         return None  # (a concatenation would need its own rewrite)
-    values = returned_values(ret.value, model.judge(backward))
+    judge = model.judge(backward)
+    if ret.value is not None and judge.is_list(ret.value):
+        # One value to autograd however many it holds: Nones after it would not help.
+        return _list_as_tuple(context, model, backward, ret, judge)
+    values = returned_values(ret.value, judge)
     inputs = model.inputs
     if values is None or not 0 < len(values) < len(inputs):
         return None
@@ -60,6 +68,36 @@ def fix(context: FixContext, finding: Finding) -> Optional[Fix]:
     new_value = _with_nones(node.value, len(missing))
     return Fix("AGL101", safe=all(t is Tensorness.NOT_TENSOR for t in certain),
                edits={node: node.with_changes(value=new_value, whitespace_after_return=cst.SimpleWhitespace(" "))})
+
+
+def _list_as_tuple(context: FixContext, model, backward, ret: cst.Return, judge) -> Optional[Fix]:
+    """``return [gx, gw]`` -> ``return (gx, gw)``: safe only for a list display with one value
+    per input (forward's inputs all counted: new style, or legacy without defaults), no starred
+    or list element, and no gradient at an input that is certainly not a tensor. The return
+    raises on every backward as it is; the tuple gives autograd the very values the author
+    listed. A list built up or by name, or a count that does not match, gets no fix: which value
+    belongs to which input is then not certain."""
+    value, inputs = ret.value, model.inputs
+    legacy_defaults = model.style != "new" and any(p.has_default for p in inputs)  # the call may leave one out
+    if not isinstance(value, cst.List) or value.lpar or legacy_defaults:
+        return None
+    elements = value.elements
+    if len(elements) != len(inputs) or any(
+            isinstance(e, cst.StarredElement) or judge.is_list(e.value) for e in elements):
+        return None
+    for element, param in zip(elements, inputs):
+        if not is_none(element.value) and model.input_tensorness.get(param.name) is Tensorness.NOT_TENSOR:
+            return None
+    node = context.same_node(backward, ret)
+    if node is None or not isinstance(node.value, cst.List):
+        return None
+    listed = node.value
+    items = list(listed.elements)
+    if len(items) == 1 and not isinstance(items[0].comma, cst.Comma):
+        items[0] = items[0].with_changes(comma=cst.Comma())  # `(g,)`: `(g)` is no tuple
+    as_tuple = cst.Tuple(items, lpar=[cst.LeftParen(whitespace_after=listed.lbracket.whitespace_after)],
+                         rpar=[cst.RightParen(whitespace_before=listed.rbracket.whitespace_before)])
+    return Fix("AGL101", safe=True, edits={node: node.with_changes(value=as_tuple)})
 
 
 def _with_nones(value: Optional[cst.BaseExpression], count: int) -> cst.BaseExpression:

@@ -20,9 +20,11 @@ def returned_values(value: Optional[cst.BaseExpression], judge: TensorJudge) -> 
     """The values a ``return`` gives PyTorch, one per gradient, or None when they cannot be counted.
 
     A tuple literal gives its elements; a bare ``return`` one ``None`` (listed as None); a list
-    literal, a constant or an expression that is certainly a tensor one value (a name only when it
-    is certainly a tensor, like an untouched ``grad_output``). Other names, calls, subscripts and
-    starred tuples cannot be counted (rules/AGL101.md, "When it stays silent").
+    (``judge.is_list``: a display, ``[g] + [None] * 4``, a name only ever bound to lists: autograd
+    takes it as one value), a constant or an expression that is certainly a tensor one value (a
+    name only when it is certainly a tensor, like an untouched ``grad_output``). Other names,
+    calls, subscripts and starred tuples cannot be counted (rules/AGL101.md, "When it stays
+    silent").
     """
     if value is None or is_none(value):
         return [None]
@@ -38,8 +40,8 @@ def returned_values(value: Optional[cst.BaseExpression], judge: TensorJudge) -> 
         if body is not None and orelse is not None and len(body) == len(orelse):
             return body
         return None
-    if isinstance(value, (cst.List, cst.ListComp, cst.Integer, cst.Float, cst.SimpleString,
-                          cst.UnaryOperation, cst.Comparison)):
+    if judge.is_list(value) or isinstance(value, (cst.Integer, cst.Float, cst.SimpleString,
+                                                  cst.UnaryOperation, cst.Comparison)):
         return [value]
     if isinstance(value, (cst.BinaryOperation, cst.Name)) and judge(value) is Tensorness.TENSOR:
         return [value]  # `grad_out * 2`, or a name that is certainly one tensor (not a tuple)

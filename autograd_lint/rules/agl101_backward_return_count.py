@@ -37,6 +37,9 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
             continue
         judge = model.judge(backward)
         for ret in reachable_returns(backward):
+            if ret.value is not None and judge.is_list(ret.value):
+                yield module.at(CODE, model, backward, ret, _list_message(required, len(inputs), names))
+                continue
             values = returned_values(ret.value, judge)
             if values is None or len(values) == 0:  # uncountable, or `return ()`
                 continue
@@ -60,6 +63,22 @@ def _not_none(model, returned: int) -> str:
 
 
 _RAISES = "backward raises 'returned an incorrect number of gradients'"
+
+
+def _list_message(required: int, total: int, names: str) -> str:
+    """A list is one value to autograd whatever it holds (docs/runtime-mechanisms.md, F1): with
+    one input autograd rejects it as no tensor, with more the count is wrong. Either way every
+    backward through this return raises; no None would help, a tuple does."""
+    if total == 1 or required == 1:
+        # Legacy `forward(ctx, x, scale=2.0)` called as `apply(x)` expects one value too.
+        error = "'expected Variable or None (got list)'"
+        if total > 1:
+            error += " (or 'returned an incorrect number of gradients' when the call passes more arguments)"
+    else:
+        error = "'returned an incorrect number of gradients'"
+    takes = plural(total, "input") if total == required else f"{required} to {total} inputs"
+    return (f"backward returns a list, which autograd takes as one gradient, not one per input "
+            f"(forward takes {takes}: {names}); backward raises {error}: return a tuple, one value per input")
 
 
 def _problem(count: int, values: list, required: int, total: int, passed: list[int]) -> Optional[str]:
