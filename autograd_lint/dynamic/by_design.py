@@ -86,7 +86,7 @@ RELEVANCE_HINT = re.compile(r"relevance|\bLRP\b|conservation", re.IGNORECASE)
 
 @dataclass
 class ByDesign:
-    kind: str  # ESTIMATOR | MODIFIER | TANGENT | NATURAL | QUANTIZED | TOKEN, maybe + WITH_HYPERPARAMETER
+    kind: str  # ESTIMATOR | MODIFIER | TANGENT | NATURAL | QUANTIZED | TOKEN | RELEVANCE, maybe + WITH_HYPERPARAMETER
     message: str
 
 
@@ -273,9 +273,11 @@ def relevance_propagation(cls: type, function: Callable[..., Any], inputs: tuple
         if factor is None:
             return ""
         factors.append(factor)
+    # A share below 1: the uniform rule splits the relevance between factors (lxt's matmul: 1/2 each).
+    shared = (", shared " + " / ".join(f"{factor:.2g}" for factor in factors)
+              if any(abs(factor - 1) > 0.02 for factor in factors) else "")
     return (f"{RELEVANCE}: backward returns relevance for {what} by the epsilon rule (gradient times input over "
-            f"output{', shared ' + ' / '.join(f'{factor:.2g}' for factor in factors) if any(abs(factor - 1) > 0.02 for factor in factors) else ''}), "
-            f"not the gradient (its documentation says \"{words}\")")
+            f"output{shared}), not the gradient (its documentation says \"{words}\")")
 
 
 def documents_relevance(cls: type) -> bool:
