@@ -28,7 +28,13 @@ Some Functions mean their backward not to be the derivative of forward
   is a weight that never trains (AGL901);
 - a gradient token (``gradient_token``): no input moves forward's outputs and backward sends a
   gradient; the same numbers as a forward that returns zeros by mistake, so the class's own text
-  must say "token", "inject" or "route".
+  must say "token", "inject" or "route";
+- relevance propagation (``relevance_propagation``, LRP): backward returns *relevance*, the
+  incoming values redistributed over the inputs (lxt's epsilon, identity, uniform and softmax
+  rules), not the gradient. Its numbers: relevance is conserved (each output element hands its
+  value down whole, less what a bias absorbs), or it is "gradient times input over output" (the
+  epsilon rule). Both also fit common bugs (``return grad_output``), so the class's own text
+  must say "relevance", "LRP" or "conservation" (lxt's ``@conservation_check_wrap``).
 
 gradcheck fails on all of them, truthfully and uselessly; ``explain_failure`` recognises them from
 forward's numbers, input by input, so that a Function that also has a genuinely wrong
@@ -72,11 +78,15 @@ ESTIMATOR_HINT = re.compile(HINT.pattern + r"|estimator|lineari[sz]e|substitut\w
 # Words that, next to a forward whose outputs no input moves, say that it is a gradient token
 # (``gradient_token``): the same numbers are a forward that returns zeros by mistake.
 TOKEN_HINT = re.compile(r"\btoken\b|\binject\w*|\brout(?:e|es|ed|ing)\b", re.IGNORECASE)
+# Words that, next to a backward that conserves what it hands down or is "gradient times input
+# over output", say that it propagates relevance (``relevance_propagation``): the same numbers
+# are ``return grad_output`` for a forward that is not the identity.
+RELEVANCE_HINT = re.compile(r"relevance|\bLRP\b|conservation", re.IGNORECASE)
 
 
 @dataclass
 class ByDesign:
-    kind: str  # ESTIMATOR | MODIFIER | TANGENT | NATURAL | QUANTIZED | TOKEN, maybe + WITH_HYPERPARAMETER
+    kind: str  # ESTIMATOR | MODIFIER | TANGENT | NATURAL | QUANTIZED | TOKEN | RELEVANCE, maybe + WITH_HYPERPARAMETER
     message: str
 
 
@@ -86,6 +96,7 @@ TANGENT = "tangent-space gradient"
 NATURAL = "natural gradient"
 QUANTIZED = "quantized forward, real-valued backward"
 TOKEN = "gradient token"
+RELEVANCE = "relevance propagation (LRP)"
 WITH_HYPERPARAMETER = " with a fixed hyper-parameter"  # appended to an estimator's kind
 
 
@@ -204,6 +215,104 @@ def explain_failure(cls: type, make_inputs: Callable[[], tuple], names: list[str
                "derivative); backward's count, shapes, dtypes and finiteness were checked"
                + (f" (its documentation says \"{hint}\")" if hint else ""))
     return ByDesign(kind, message)
+
+
+def relevance_propagation(cls: type, function: Callable[..., Any], inputs: tuple,
+                          analytical: dict[int, torch.Tensor], numerical: dict[int, torch.Tensor],
+                          names: list[str]) -> str:
+    """How backward propagates relevance (LRP) rather than the gradient, or "".
+
+    ``analytical`` and ``numerical``: input index -> backward's and forward's finite-difference
+    Jacobian, (output elements, input elements), for every float input that requires grad.
+    Backward's Jacobian row j is the relevance each input element gets when output element j
+    holds relevance 1. It is relevance propagation, where the class's own text says so
+    (``RELEVANCE_HINT``), when the inputs that get any relevance (the receivers: activations;
+    weights and biases get none) satisfy one of the LRP rules' numbers:
+
+    - conservation: for most output elements j, the relevance handed down, ``z_j * sum_i
+      sum_k A_i[j, k]``, is ``z_j - z0_j`` within 2%, where ``z0`` is forward with every
+      receiver set to zero (what a bias contributes, and LRP lets it absorb). Identity, uniform
+      (``R / 2`` to each factor), epsilon rules on linear layers, sums, means and lxt's layer
+      norm (the epsilon rule with the standard deviation detached) all give it;
+    - the epsilon rule / Taylor decomposition at the input ("gradient times input over output"):
+      ``z_j * A_i[j, k] == c_i * x_k * N_i[j, k]`` for one constant 0 < c_i <= 1 per receiver
+      (1/2 where the uniform rule splits between two factors). lxt's softmax rule (Deep Taylor
+      Decomposition with bias) gives it and not conservation.
+
+    A backward that hands down twice the relevance, or a gradient times something that varies,
+    meets neither; the class's words then do not help (AGL901). The module's text is not read:
+    it may describe another class (lxt's every class says "relevance" in its own docstring)."""
+    words = _documented_as(cls, RELEVANCE_HINT)
+    if not words or not analytical:
+        return ""
+    receivers = [index for index, jacobian in sorted(analytical.items()) if bool(jacobian.any())]
+    if not receivers or any(not bool(torch.isfinite(analytical[index]).all()) for index in receivers):
+        return ""
+    try:
+        with torch.no_grad():
+            values = torch.cat([output.reshape(-1) for output in _outputs(function, inputs)]).double()
+            zeroed = list(inputs)
+            for index in receivers:
+                zeroed[index] = torch.zeros_like(inputs[index].detach()).requires_grad_(True)
+            floor = torch.cat([output.reshape(-1) for output in _outputs(function, tuple(zeroed))]).double()
+    except Exception:  # forward refuses zeros: conservation cannot be judged, the epsilon form can
+        floor = None
+    what = ", ".join(_name(index, names) for index in receivers)
+    if floor is not None and floor.shape == values.shape and analytical[receivers[0]].shape[0] == values.numel():
+        handed = sum(analytical[index].double().sum(dim=1) for index in receivers) * values
+        if _mostly_close(handed, values - floor):
+            return (f"{RELEVANCE}: backward hands {what} the incoming values as relevance, conserved (each output "
+                    "element's relevance is passed down whole, less what a bias absorbs), not the gradient "
+                    f"(its documentation says \"{words}\")")
+    factors = []
+    for index in receivers:
+        if index not in numerical or numerical[index].shape != analytical[index].shape:
+            return ""
+        factor = _epsilon_rule_factor(analytical[index].double(), numerical[index].double(),
+                                      inputs[index].detach().reshape(-1).double(), values)
+        if factor is None:
+            return ""
+        factors.append(factor)
+    # A share below 1: the uniform rule splits the relevance between factors (lxt's matmul: 1/2 each).
+    shared = (", shared " + " / ".join(f"{factor:.2g}" for factor in factors)
+              if any(abs(factor - 1) > 0.02 for factor in factors) else "")
+    return (f"{RELEVANCE}: backward returns relevance for {what} by the epsilon rule (gradient times input over "
+            f"output{shared}), not the gradient (its documentation says \"{words}\")")
+
+
+def documents_relevance(cls: type) -> bool:
+    """The class's own text says it propagates relevance (``RELEVANCE_HINT``)."""
+    return _documentation_matches(cls, RELEVANCE_HINT)
+
+
+def _mostly_close(found: torch.Tensor, expected: torch.Tensor) -> bool:
+    """Within 2% of the larger magnitude (plus 1e-6) on at least 90% of the elements that are not
+    zero in both: the rules' stabilizer ``z + eps`` is off near outputs close to zero."""
+    if not found.numel() or found.shape != expected.shape:
+        return False
+    scale = found.abs().maximum(expected.abs())
+    if not float(scale.max()) > 1e-6:
+        return False
+    counted = scale > 1e-6 * float(scale.max())  # a sparse Jacobian's zeros would agree by themselves
+    close = (found - expected).abs()[counted] <= 0.02 * scale[counted] + 1e-6
+    return float(close.double().mean()) >= 0.9
+
+
+def _epsilon_rule_factor(analytical: torch.Tensor, numerical: torch.Tensor, value: torch.Tensor,
+                         outputs: torch.Tensor) -> Optional[float]:
+    """c when ``outputs_j * analytical[j, k] == c * value_k * numerical[j, k]`` (mostly), with
+    0 < c <= 1; None otherwise."""
+    if outputs.numel() != analytical.shape[0] or value.numel() != analytical.shape[1]:
+        return None
+    found = outputs.unsqueeze(1) * analytical
+    taylor = value.unsqueeze(0) * numerical
+    norm = float((taylor * taylor).sum())
+    if norm <= 0:
+        return None
+    factor = float((found * taylor).sum()) / norm
+    if not 0 < factor <= 1.02 or not _mostly_close(found, factor * taylor):
+        return None
+    return factor
 
 
 def _jumps_only(analytical: torch.Tensor, numerical: torch.Tensor) -> bool:

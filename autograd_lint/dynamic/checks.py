@@ -47,6 +47,15 @@ from autograd_lint.dynamic.layouts import NotReplayable, layout_differences
 from autograd_lint.dynamic.undefined_grads import undefined_gradient_failure
 
 EPS, ATOL, RTOL = 1e-6, 1e-5, 1e-3
+# autograd's error when a backward runs twice on one graph: a backward that calls
+# ``torch.autograd.grad`` on a graph forward built, without ``retain_graph`` (lxt's
+# ``layer_norm_grad_fn``), works once per forward, which is how training calls it; gradcheck calls
+# it once per output element of one forward. Not a wrong gradient: checked one forward a row.
+RUNS_ONCE = "backward through the graph a second time"
+ONCE_NOTE = ("gradcheck's repeated backward: backward runs once per forward (gradcheck raised \"Trying to "
+             "backward through the graph a second time\": it frees the graph it differentiates), so its "
+             "Jacobian was built from one fresh forward per row and compared with finite differences instead; "
+             "a second backward on one forward (retain_graph=True, two losses) raises")
 
 
 @dataclass(frozen=True)
@@ -69,6 +78,8 @@ class GradcheckOutcome:
     by_design: Optional[by_design.ByDesign] = None  # it failed, as a surrogate or modifier does (AGL908)
     skip: str = ""  # why gradcheck cannot judge these inputs
     tolerances: Tolerances = PRECISE
+    # How gradcheck was replaced where backward runs once per forward (``RUNS_ONCE``), for the report.
+    note: str = ""
 
 
 @dataclass
@@ -160,6 +171,8 @@ def _run_checks(cls: type, make_inputs: Callable[[], tuple], names: list[str],
         report.skipped.append(f"gradcheck: {outcome.skip}")
         return report
     report.ran.append("gradcheck")
+    if outcome.note:
+        report.skipped.append(outcome.note)
     if outcome.by_design is not None:
         message = outcome.by_design.message
         nonlinear = by_design.nonlinearity(cls, make_inputs, names, outcome.tolerances is not PRECISE)
@@ -193,11 +206,38 @@ def _run_checks(cls: type, make_inputs: Callable[[], tuple], names: list[str],
     if is_once_differentiable(cls):
         report.skipped.append("gradgradcheck: backward is @once_differentiable")
         return report
+    if outcome.note:
+        report.skipped.append("gradgradcheck: backward runs once per forward, and gradgradcheck differentiates "
+                              "it repeatedly on one graph")
+        return report
     failure = gradgradcheck_failure(cls, make_inputs, names)
     report.ran.append("gradgradcheck")
     if failure:
-        report.findings.append(RuntimeFinding("AGL902", failure))
+        relevance = _relevance_rule(cls, differentiable_outputs(cls, make_inputs), make_inputs(), names)
+        if relevance:
+            # gradcheck passed because the rule equals the gradient on these inputs (lxt's
+            # epsilon_lrp_fn over a guessed identity); relevance is not differentiated again.
+            report.findings.append(RuntimeFinding("AGL908", f"{relevance}; gradcheck passed on these inputs (the rule "
+                                                            f"equals the derivative there) and {failure}: relevance "
+                                                            "is not meant to be differentiated again"))
+        else:
+            report.findings.append(RuntimeFinding("AGL902", failure))
     return report
+
+
+def _relevance_rule(cls: type, function: Callable[..., Any], inputs: tuple, names: list[str],
+                    jacobians: Optional[dict[int, tuple[torch.Tensor, torch.Tensor]]] = None) -> str:
+    """``by_design.relevance_propagation`` on backward's and forward's Jacobians for every float
+    input that requires grad (computed here unless given)."""
+    if not by_design.documents_relevance(cls):
+        return ""  # words first: the Jacobians cost a backward per output element
+    if jacobians is None:
+        try:
+            jacobians = jacobians_by_input(function, inputs)
+        except Exception:
+            return ""
+    return by_design.relevance_propagation(cls, function, inputs, {index: pair[0] for index, pair in jacobians.items()},
+                                           {index: pair[1] for index, pair in jacobians.items()}, names)
 
 
 def _on_symmetric_companions(cls: type, make_inputs: Callable[[], tuple], names: list[str],
@@ -412,11 +452,42 @@ def _gradcheck_outcome(cls: type, make_inputs: Callable[[], tuple], names: list[
                                               atol=tolerances.atol, rtol=tolerances.rtol, fast_mode=False,
                                               raise_exception=False)
     except Exception as error:  # backward (or forward under perturbation) raised
+        if RUNS_ONCE in str(error):
+            return _judged_once_per_forward(cls, function, make_inputs, names, tolerances)
         return GradcheckOutcome(f"gradcheck raised {type(error).__name__}: {_first_line(error)}",
                                 tolerances=tolerances)
     if passed:
         return GradcheckOutcome(tolerances=tolerances)
     jacobians = jacobians_by_input(function, make_inputs(), tolerances.eps)
+    return _judged(cls, function, make_inputs, names, inputs, tolerances, jacobians)
+
+
+def _judged_once_per_forward(cls: type, function: Callable[..., Any], make_inputs: Callable[[], tuple],
+                             names: list[str], tolerances: Tolerances) -> GradcheckOutcome:
+    """gradcheck's verdict for a backward that runs once per forward (``RUNS_ONCE``): backward's
+    Jacobian from one fresh forward per row, against finite differences, at gradcheck's tolerances."""
+    inputs = make_inputs()
+    jacobians = jacobians_by_input(function, inputs, tolerances.eps, make_inputs)
+    if not jacobians:
+        return GradcheckOutcome(skip="backward runs once per forward, and no Jacobian could be built one forward "
+                                     "a row either", tolerances=tolerances)
+    if all(torch.allclose(analytical, numerical, rtol=tolerances.rtol, atol=tolerances.atol)
+           for analytical, numerical in jacobians.values()):
+        return GradcheckOutcome(tolerances=tolerances, note=ONCE_NOTE)
+    outcome = _judged(cls, function, make_inputs, names, inputs, tolerances, jacobians)
+    outcome.note = ONCE_NOTE
+    if outcome.by_design is not None:
+        outcome.by_design.message += f" ({ONCE_NOTE})"
+    elif outcome.message:
+        outcome.message += f" ({ONCE_NOTE})"
+    return outcome
+
+
+def _judged(cls: type, function: Callable[..., Any], make_inputs: Callable[[], tuple], names: list[str],
+            inputs: tuple, tolerances: Tolerances, jacobians: dict[int, tuple[torch.Tensor, torch.Tensor]]
+            ) -> GradcheckOutcome:
+    """The verdict on backward's and forward's Jacobians after gradcheck failed: where and by how
+    much, or by design (``by_design``)."""
     if not jacobians:
         return GradcheckOutcome("gradcheck failed (Jacobian mismatch)", tolerances=tolerances)
     for index, (analytical, numerical) in jacobians.items():
@@ -444,6 +515,12 @@ def _gradcheck_outcome(cls: type, make_inputs: Callable[[], tuple], names: list[
     explained = by_design.explain_failure(cls, make_inputs, names, function, failing)
     if explained is not None:
         return GradcheckOutcome(by_design=explained, tolerances=tolerances)
+    relevance = _relevance_rule(cls, function, inputs, names, jacobians) if failing else ""
+    if relevance:
+        return GradcheckOutcome(by_design=by_design.ByDesign(by_design.RELEVANCE, f"{relevance}. gradcheck fails by "
+                                                             "design (the gradient is not forward's derivative); "
+                                                             "backward's count, shapes, dtypes and finiteness were "
+                                                             "checked"), tolerances=tolerances)
     # Some inputs may fail by design and others not (pypose's SE3_AdjTXa: a tangent-space gradient
     # for X, a wrong one for a): name only the others, and say why the rest are left out.
     by_input = {index: by_design.explain_failure(cls, make_inputs, names, function, {index: jacobian})
@@ -566,16 +643,20 @@ def jacobian_differences(function: Callable[..., Any], inputs: tuple, eps: float
             for index, (analytical, numerical) in jacobians_by_input(function, inputs, eps).items()}
 
 
-def jacobians_by_input(function: Callable[..., Any], inputs: tuple,
-                       eps: float = EPS) -> dict[int, tuple[torch.Tensor, torch.Tensor]]:
-    """Input index -> (analytical, numerical) Jacobian, (outputs, input elements), real float inputs only."""
+def jacobians_by_input(function: Callable[..., Any], inputs: tuple, eps: float = EPS,
+                       fresh_inputs: Optional[Callable[[], tuple]] = None
+                       ) -> dict[int, tuple[torch.Tensor, torch.Tensor]]:
+    """Input index -> (analytical, numerical) Jacobian, (outputs, input elements), real float inputs only.
+    With ``fresh_inputs``, each row of the analytical one comes from its own forward on new inputs
+    (a backward that runs once per forward: ``RUNS_ONCE``)."""
     jacobians: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
     for index, value in enumerate(inputs):
         if not (isinstance(value, torch.Tensor) and value.requires_grad and value.is_floating_point()):
             continue
         try:
             numerical = _numerical_jacobian(function, inputs, index, eps)
-            analytical = _analytical_jacobian(function, inputs, index)
+            analytical = _analytical_jacobian(function, inputs, index) if fresh_inputs is None else \
+                _analytical_jacobian_once_per_forward(function, fresh_inputs, index)
         except Exception:
             continue
         if numerical.shape == analytical.shape:
@@ -620,6 +701,25 @@ def _analytical_jacobian(function: Callable[..., Any], inputs: tuple, index: int
                 rows.append(torch.zeros(inputs[index].numel(), dtype=inputs[index].dtype,
                                         device=inputs[index].device) if grad is None
                             else grad.detach().reshape(-1))
+    return torch.stack(rows, dim=0)
+
+
+def _analytical_jacobian_once_per_forward(function: Callable[..., Any], fresh_inputs: Callable[[], tuple],
+                                          index: int) -> torch.Tensor:
+    """``_analytical_jacobian`` with one forward, on fresh inputs, for each row."""
+    with torch.no_grad():
+        sizes = [output.numel() for output in _as_tuple(function(*fresh_inputs()))]
+    rows = []
+    for output_number, size in enumerate(sizes):
+        for element in range(size):
+            inputs = fresh_inputs()
+            with torch.enable_grad():
+                outputs = _as_tuple(function(*inputs))
+                grad_outputs = [torch.zeros_like(o, memory_format=torch.contiguous_format) for o in outputs]
+                grad_outputs[output_number].view(-1)[element] = 1.0
+                grad, = torch.autograd.grad(outputs, inputs[index], grad_outputs, allow_unused=True)
+            rows.append(torch.zeros(inputs[index].numel(), dtype=inputs[index].dtype, device=inputs[index].device)
+                        if grad is None else grad.detach().reshape(-1))
     return torch.stack(rows, dim=0)
 
 
