@@ -157,7 +157,7 @@ def test_new_rule_scaffold_is_picked_up(tmp_path):
     fixtures = copy / "fixtures" / code
     assert {line for _, line, _ in markers_in(fixtures / "bad.py", fixtures)} == set(marked)
 
-    structural = python("-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_catalogue.py",
+    structural = python("-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", "tests/test_catalogue.py",
                         "tests/test_readme.py", f"tests/test_rule_pages.py::test_page_structure[{code}]",
                         "tests/test_rule_pages.py::test_every_code_has_a_page_and_every_page_a_code",
                         "tests/test_fixtures.py::test_every_static_rule_has_fixtures",
