@@ -119,7 +119,7 @@ def plain_values(cls: type, module: Any, files: list[str]) -> dict[int, Any]:
 
 
 def _plain(value: Any) -> bool:
-    if isinstance(value, tuple):
+    if isinstance(value, (tuple, list)):
         return all(_plain(item) for item in value)
     return value is not None and isinstance(value, (int, float, str, bool))
 
