@@ -283,7 +283,10 @@ def test_summary_line_counts_sources_and_confirmations(fixture_run):
     (total, checked, partly, not_checked, built, rate, declared, call_sites, synthesized,
      confirmed, not_reproduced, unverified, runtime_count) = map(int, match.groups())
     assert total == len(report["functions"]) and built == declared + call_sites + synthesized
-    assert (declared, call_sites) == (18, 2) and rate == round(100 * built / total)
+    sources = [(entry.get("inputs") or {}).get("source") for entry in report["functions"]]
+    assert (declared, call_sites, synthesized) == (sources.count("declared"), sources.count("call-site"),
+                                                   sources.count("synthesized"))
+    assert declared >= 18 and call_sites == 2 and rate == round(100 * built / total)
     assert checked + partly + not_checked == total
     assert checked == sum(1 for f in report["functions"] if f["status"] == "checked")
     assert partly == sum(1 for f in report["functions"] if f["status"] == "partly-checked")
