@@ -53,7 +53,8 @@ def write_rule_list(out: TextIO, output_format: str = "text") -> None:
         if level != row["severity"]:  # graded: say when each level applies
             details.append(f"severity: {row['severity']}")
         for detail in details:
-            for line in textwrap.wrap(detail, LINE_WIDTH, initial_indent=_INDENT, subsequent_indent=_INDENT + "  "):
+            for line in textwrap.wrap(detail, LINE_WIDTH, initial_indent=_INDENT, subsequent_indent=_INDENT + "  ",
+                                      break_on_hyphens=False):
                 out.write(line + "\n")
 
 
