@@ -100,6 +100,18 @@ def _main(argv: list[str]) -> int:
     if args.statistics and args.format not in ("text", "json"):
         raise UsageError(f"--statistics prints a text table or JSON; it cannot be combined with --format {args.format}")
 
+    if args.fix or args.diff:
+        # Fixing lints the same text several times (the run, each round, the lint after
+        # writing): each class is then parsed with libcst, and its positions computed, once.
+        from autograd_lint.analysis.snippet import remember_class_trees
+
+        with remember_class_trees():
+            return _run(args)
+    return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The run ``args`` ask for, once the options are checked."""
     start = time.perf_counter()
     paths = args.paths or ["."]
     if "-" in paths:

@@ -263,13 +263,16 @@ def _results_of(paths: Sequence[str], stored: dict[int, FileResult]) -> list[Fil
 
 def lint_text(path: str, text: str, selection: RuleFilter,
               project: Union[ProjectFacts, "ProjectSnapshot", None] = None,
-              honour_noqa: bool = True, tree=None, annotate_fixes: bool = True) -> FileResult:
+              honour_noqa: bool = True, tree=None, annotate_fixes: bool = True,
+              source: Optional[SourceFile] = None) -> FileResult:
     """Lint one file's text (the flake8 plugin's entry point, and ``autograd-lint -``). Without
     ``project`` the file is its own project: facts from other files are not known. With a
     ``ProjectSnapshot`` (``gather_project``), the text's own facts replace those of the file
     ``path`` on disk (an editor's unsaved buffer). ``tree``: the file's ``ast``, when the caller
-    has parsed it already (flake8 has)."""
-    source = SourceFile(path, text=text, tree=tree, hashing=isinstance(project, ProjectSnapshot))
+    has parsed it already (flake8 has). ``source``: a ``SourceFile`` of ``text`` the caller keeps
+    (the fix driver: its next round reads the libcst trees of the classes this lint parsed)."""
+    if source is None:
+        source = SourceFile(path, text=text, tree=tree, hashing=isinstance(project, ProjectSnapshot))
     summary = summary_of(source)
     state = _State(path, summary.digest, summary.summary, summary.error)
     codes = CodeSet.of(selection).codes

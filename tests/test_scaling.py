@@ -38,3 +38,40 @@ def test_ten_times_the_classes_costs_at_most_fifteen_times_the_cpu(tmp_path: Pat
     small = _cpu_seconds_of_lint(tmp_path / "small.py", 200)
     large = _cpu_seconds_of_lint(tmp_path / "large.py", 2000)
     assert large <= 15 * small, f"200 classes: {small:.2f} s of CPU, 2,000 classes: {large:.2f} s"
+
+
+def test_fixing_parses_and_places_each_class_once_per_text(tmp_path: Path, monkeypatch) -> None:
+    """``--diff`` lints the file, fixes it in rounds and lints each new text alone (issue 30: it
+    cost 3-4x the lint on 1,000 classes; bench/fix_cost.py times it). Its libcst work is
+    counted, not timed: each class is parsed, and its positions computed, once for the
+    original text and once for the fixed one (the run's lint and the first round share the
+    first; the lint after the round and the round after it, the second), and the whole module
+    twice at most for positions (the lint's fix_available pass, the round that fixes).
+    Before: four times each, and the whole module parsed by a round that fixed nothing."""
+    import libcst
+    from libcst.metadata import MetadataWrapper
+
+    from conftest import run_in_process
+
+    classes = 20
+    path = tmp_path / "many.py"
+    path.write_text("import torch\n" + "".join(CLASS.format(i=i) for i in range(classes)))
+    counts = {"parse_module": 0, "resolve": 0}
+    parse_module, resolve = libcst.parse_module, MetadataWrapper.resolve
+
+    def counted_parse(*args, **kwargs):
+        counts["parse_module"] += 1
+        return parse_module(*args, **kwargs)
+
+    def counted_resolve(self, *args, **kwargs):
+        counts["resolve"] += 1
+        return resolve(self, *args, **kwargs)
+
+    monkeypatch.setattr(libcst, "parse_module", counted_parse)
+    monkeypatch.setattr(MetadataWrapper, "resolve", counted_resolve)
+    result = run_in_process("--no-cache", "-j1", "--diff", "--unsafe-fixes", path.name, cwd=tmp_path)
+    assert result.returncode == 1 and f"Would fix {classes} findings." in result.stderr, result.stderr
+    # Each class: twice (two texts). The whole module: the fix_available pass, the round that
+    # fixes, and the check that its result parses.
+    assert counts["parse_module"] <= 2 * classes + 3, counts
+    assert counts["resolve"] <= 2 * classes + 2, counts

@@ -48,10 +48,14 @@ def annotate(source: SourceFile, findings: list[Finding], focus: bool = True) ->
 def fix_for(context: FixContext, finding: Finding, failures: Optional[list[str]] = None) -> Optional[Fix]:
     """The fixer's answer; a fixer that fails on odd code offers no fix rather than stopping
     the run (the finding is still reported, fix_available false). It is a bug all the same:
-    with ``failures`` (``--fix``/``--diff``) one line about it is kept for stderr, once."""
+    with ``failures`` (``--fix``/``--diff``) one line about it is kept for stderr, once.
+    The context's module failing to parse is not the fixer's failure: that error goes through
+    (the caller decides: the --fix driver then fixes nothing in the file)."""
     try:
         return FIXERS[finding.code](context, finding)
     except Exception as error:  # noqa: BLE001 - see the docstring
+        if error is context.module_error:
+            raise
         if failures is not None:
             lines = str(error).strip().splitlines()
             line = f"fixer for {finding.code} failed: {type(error).__name__}" + (f": {lines[0]}" if lines else "")

@@ -51,6 +51,7 @@ class FixContext:
         self._whole = whole  # None for the whole context itself (no reference cycle to itself)
         self._starts: Optional[dict[tuple[int, int], list[cst.CSTNode]]] = None
         self._line_offset = 0  # lines of the file before the first line the libcst tree holds
+        self.module_error: Optional[BaseException] = None  # why ``module`` could not be parsed
 
     @property
     def path(self) -> str:
@@ -66,10 +67,16 @@ class FixContext:
 
     @cached_property
     def module(self) -> cst.Module:
-        if self.focus is None:
-            return cst.parse_module(self.text)
-        source, self._line_offset = focused_source(self.text, self.focus)
-        return cst.parse_module(source)
+        try:
+            if self.focus is None:
+                return cst.parse_module(self.text)
+            source, self._line_offset = focused_source(self.text, self.focus)
+            return cst.parse_module(source)
+        except Exception as error:
+            # Kept so that ``fix_for`` can tell this failure (no fixer can work on the file)
+            # from a fixer's own: the --fix driver parses the module only when a fixer asks.
+            self.module_error = error
+            raise
 
     @cached_property
     def _wrapper(self) -> MetadataWrapper:

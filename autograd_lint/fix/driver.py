@@ -114,8 +114,9 @@ def fix_file(path: str, findings: list[Finding], selection, unsafe: bool, data: 
         return FileFix(path, error=f"cannot fix: {getattr(error, 'message', error)}")
     result = FileFix(path, before=text, encoding=encoding)
     current = text
+    source = SourceFile(path, text=text)
     for _ in range(MAX_ROUNDS):
-        applied, new_text = _one_round(path, current, findings, unsafe, result.fixer_failures)
+        applied, new_text = _one_round(source, findings, unsafe, result.fixer_failures)
         if not applied or new_text == current:
             break
         problem = _verify(path, new_text, encoding)
@@ -124,30 +125,37 @@ def fix_file(path: str, findings: list[Finding], selection, unsafe: bool, data: 
             return FileFix(path, before=text, error=f"fix for {codes} {problem}; file left unchanged",
                            fixer_failures=result.fixer_failures)
         current, result.fixed = new_text, result.fixed + len(applied)
-        findings = _lint_alone(path, current, selection)
+        # The next round reads the file this lint read: its classes are parsed (and their
+        # positions known) once for both.
+        source = SourceFile(path, text=current)
+        findings = _lint_alone(source, selection)
     result.after = current if current != text else None
     return result
 
 
-def _one_round(path: str, text: str, findings: list[Finding], unsafe: bool,
+def _one_round(source: SourceFile, findings: list[Finding], unsafe: bool,
                failures: list[str]) -> tuple[list[Finding], str]:
     fixable = sorted(f for f in findings if f.code in FIXERS)
     if not fixable:
-        return [], text
-    context = FixContext(SourceFile(path, text=text))
-    try:
-        context.module
-    except cst.ParserSyntaxError:
-        return [], text  # libcst's grammar lags CPython's: no fix rather than a wrong one
+        return [], source.text
+    # The whole file's libcst tree is parsed when a fixer first needs it: a round whose
+    # findings all have no fix (decided on the model and the classes' own trees) never pays
+    # for it. A file libcst cannot parse whole gets no fix rather than a wrong one (its
+    # grammar lags CPython's); what the fixers said before that is dropped with the round.
+    context = FixContext(source)
     accepted = Round()
     applied = []
-    for finding in fixable:
-        fix = fix_for(context, finding, failures)
-        if fix is not None and (fix.safe or unsafe) and accepted.accept(fix, lambda n: _span(context, n)):
-            applied.append(finding)
-    if not applied:
-        return [], text
-    return applied, accepted.apply(context.module).code
+    round_failures: list[str] = []
+    try:
+        for finding in fixable:
+            fix = fix_for(context, finding, round_failures)
+            if fix is not None and (fix.safe or unsafe) and accepted.accept(fix, lambda n: _span(context, n)):
+                applied.append(finding)
+        new_text = accepted.apply(context.module).code if applied else source.text
+    except cst.ParserSyntaxError:  # the whole module's parse (fix_for lets that one through)
+        return [], source.text
+    failures.extend(line for line in round_failures if line not in failures)
+    return applied, new_text
 
 
 def _span(context: FixContext, node: cst.CSTNode):
@@ -167,5 +175,5 @@ def _verify(path: str, text: str, encoding: str) -> Optional[str]:
     return None
 
 
-def _lint_alone(path: str, text: str, selection) -> list[Finding]:
-    return lint_text(path, text, selection, annotate_fixes=False).findings
+def _lint_alone(source: SourceFile, selection) -> list[Finding]:
+    return lint_text(source.path, source.text, selection, annotate_fixes=False, source=source).findings
