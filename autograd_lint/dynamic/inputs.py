@@ -167,7 +167,10 @@ def _without_unwanted_grad(cls: type, candidate: Candidate, make: Callable[[], t
     requiring grad (a backward that gives none at all is judged as it is)."""
     if not candidate.guessed:
         return candidate
-    ungraded = [index for index in inputs_without_gradient(cls, make) if index in candidate.guessed]
+    # An input that forward ignores (a statistic passed for backward alone: pyro's `ewma`) gets a
+    # zero derivative either way; it keeps requiring grad, which the by-design kinds read.
+    ungraded = [index for index in inputs_without_gradient(cls, make)
+                if index in candidate.guessed and forward_depends_on(cls, make, index)]
     graded = [index for index, value in enumerate(make()) if isinstance(value, torch.Tensor) and value.requires_grad]
     if not ungraded or len(ungraded) >= len(graded):
         return candidate
@@ -190,6 +193,24 @@ def _spec_without_grad(value: Any) -> Any:
     if isinstance(value, synthesis.UnitQuaternionAt):
         return replace(value, spec=replace(value.spec, requires_grad=False))
     return value
+
+
+def forward_depends_on(cls: type, make_inputs: Callable[[], tuple], index: int) -> bool:
+    """Whether moving input ``index`` (a shift by 0.5, a doubling) changes forward's outputs."""
+    try:
+        with torch.no_grad():
+            inputs = make_inputs()
+            base = [value for value in flatten_outputs(cls.apply(*inputs)) if isinstance(value, torch.Tensor)]
+            for moved in (inputs[index] + 0.5, inputs[index] * 2 + 0.25):
+                arguments = list(make_inputs())
+                arguments[index] = moved
+                outputs = [value for value in flatten_outputs(cls.apply(*arguments)) if isinstance(value, torch.Tensor)]
+                if len(outputs) != len(base) or any(o.shape != b.shape or not torch.equal(o, b)
+                                                    for o, b in zip(outputs, base)):
+                    return True
+    except Exception:  # the user's forward, on a moved input: assume it depends
+        return True
+    return False
 
 
 def inputs_without_gradient(cls: type, make_inputs: Callable[[], tuple]) -> list[int]:
