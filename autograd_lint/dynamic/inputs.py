@@ -112,8 +112,10 @@ def choose_inputs(cls: type, module: Any, call_site_files: list[str], config_exa
             make = make_inputs_factory(candidate.recipe, device, leaves=False)
             error = forward_problem(cls, make)
         if error is None:
-            candidate = _without_unwanted_grad(cls, candidate, make, device)
-            make = make_inputs_factory(candidate.recipe, device)
+            constants = _without_unwanted_grad(cls, candidate, make)
+            if constants is not candidate:
+                candidate, make = constants, make_inputs_factory(constants.recipe, device,
+                                                                  leaves=getattr(make, "leaves", True))
             chosen = ChosenInputs(candidate.source, candidate.detail, make, _shapes(make()), candidate.recipe,
                                   guessed_constants=candidate.guessed_constants)
             # A guessed shape can suit forward but not what backward assumes (a vector where a
@@ -159,7 +161,7 @@ def choose_inputs(cls: type, module: Any, call_site_files: list[str], config_exa
 MAX_ERRORS_KEPT = 200
 
 
-def _without_unwanted_grad(cls: type, candidate: Candidate, make: Callable[[], tuple], device: str) -> Candidate:
+def _without_unwanted_grad(cls: type, candidate: Candidate, make: Callable[[], tuple]) -> Candidate:
     """The candidate with its guessed tensors (``Candidate.guessed``) that backward gives no gradient
     (returns None for) passed without grad. Nothing said they are tensors that train: a fixed
     operator, a hyper-parameter, a tensor of levels. gradcheck would compare backward's None with
@@ -182,9 +184,9 @@ def _without_unwanted_grad(cls: type, candidate: Candidate, make: Callable[[], t
         return tuple(_spec_without_grad(value) if index in ungraded else value for index, value in enumerate(raw))
 
     parameters = synthesis.forward_parameters(cls) or []
-    names = ", ".join(parameters[index].name if index < len(parameters) else f"input {index}" for index in ungraded)
-    return Candidate(candidate.source, f"{candidate.detail} ({names} without grad: backward gives no gradient "
-                                       "for it)", without_grad, (), tuple(names.split(", ")))
+    names = tuple(parameters[index].name if index < len(parameters) else f"input {index}" for index in ungraded)
+    return Candidate(candidate.source, f"{candidate.detail} ({', '.join(names)} without grad: backward gives no "
+                                       "gradient for it)", without_grad, (), names)
 
 
 def _spec_without_grad(value: Any) -> Any:
@@ -216,20 +218,25 @@ def forward_depends_on(cls: type, make_inputs: Callable[[], tuple], index: int) 
 def inputs_without_gradient(cls: type, make_inputs: Callable[[], tuple]) -> list[int]:
     """Positions of the inputs requiring grad for which backward (all-ones gradients) returns None;
     empty when backward raises or nothing calls it."""
-    inputs = make_inputs()
     try:
-        with torch.enable_grad():
-            outputs = [value for value in flatten_outputs(cls.apply(*inputs))
-                       if isinstance(value, torch.Tensor) and value.requires_grad]
-            positions = [index for index, value in enumerate(inputs)
-                         if isinstance(value, torch.Tensor) and value.requires_grad]
-            if not outputs or not positions:
-                return []
-            gradients = torch.autograd.grad(outputs, [inputs[index] for index in positions],
-                                            [torch.ones_like(value) for value in outputs], allow_unused=True)
+        gradients = _all_ones_backward(cls, make_inputs())
     except Exception:  # the user's code: backward_problem reports what went wrong
         return []
-    return [index for index, gradient in zip(positions, gradients) if gradient is None]
+    return [index for index, gradient in gradients.items() if gradient is None]
+
+
+def _all_ones_backward(cls: type, inputs: tuple) -> dict[int, Optional[torch.Tensor]]:
+    """Position -> the gradient a plain backward (all-ones output gradients) gives each input that
+    requires grad (None where backward returns None); empty when nothing calls backward."""
+    with torch.enable_grad():
+        outputs = [value for value in flatten_outputs(cls.apply(*inputs))
+                   if isinstance(value, torch.Tensor) and value.requires_grad]
+        positions = [index for index, value in enumerate(inputs) if isinstance(value, torch.Tensor) and value.requires_grad]
+        if not outputs or not positions:
+            return {}
+        gradients = torch.autograd.grad(outputs, [inputs[index] for index in positions],
+                                        [torch.ones_like(value) for value in outputs], allow_unused=True)
+    return dict(zip(positions, gradients))
 
 
 def _keep(errors: list[str], error: str) -> None:
@@ -300,6 +307,7 @@ def make_inputs_factory(recipe: Callable[[], tuple], device: str, leaves: bool =
                      for value in prepared)
 
     make_inputs.structures = structure.structures_of(recipe)  # type: ignore[attr-defined]
+    make_inputs.leaves = leaves  # type: ignore[attr-defined]
     return make_inputs
 
 
@@ -363,15 +371,8 @@ def forward_problem(cls: type, make_inputs: Callable[[], tuple]) -> Optional[str
 
 def backward_problem(cls: type, make_inputs: Callable[[], tuple]) -> Optional[str]:
     """None when a plain backward (all-ones gradients) runs."""
-    inputs = make_inputs()
     try:
-        with torch.enable_grad():
-            outputs = [value for value in flatten_outputs(cls.apply(*inputs))
-                       if isinstance(value, torch.Tensor) and value.requires_grad]
-            targets = [value for value in inputs if isinstance(value, torch.Tensor) and value.requires_grad]
-            if outputs and targets:
-                torch.autograd.grad(outputs, targets, [torch.ones_like(value) for value in outputs],
-                                    allow_unused=True)
+        _all_ones_backward(cls, make_inputs())
     except Exception as error:
         return f"backward raised {type(error).__name__}: {_first_line(error)}"
     return None

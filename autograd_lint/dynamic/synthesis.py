@@ -161,9 +161,9 @@ def classify(parameter: inspect.Parameter) -> Optional[list[Slot]]:
         return [Slot(name, MASK if lower in MASK_NAMES else FLOAT, optional=optional)]
     if has_default and default is not None:
         return [Slot(name, "value", (default,))]
-    if named_value(name) is not None:
-        return [Slot(name, LEADING, ()) if named_value(name) == LEADING_SIZE
-                else Slot(name, "value", named_value(name), from_name=True)]
+    named = named_value(name)
+    if named is not None:
+        return [Slot(name, LEADING, ()) if named == LEADING_SIZE else Slot(name, "value", named, from_name=True)]
     if has_default:  # `bias=None`, `out=None`: None is the documented "leave it out"
         return [Slot(name, FLOAT)] if lower in BIAS_NAMES | WEIGHT_NAMES else [Slot(name, "value", (None,))]
     if annotation in ("int", "builtins.int"):
@@ -737,7 +737,7 @@ def stated_domains(cls: type, slots: list[Slot]) -> list[Slot]:
     class's or forward's docstring states: ``beta > 1``, ``0 < p < 1``, ``alpha >= 2``. A backward
     may be right only there (a shortcut that needs ``beta > 1``); a guess outside it would make
     gradcheck blame a correct formula."""
-    text = " ".join(filter(None, (inspect.getdoc(cls) or "", inspect.getdoc(getattr(cls, "forward", None)) or "")))
+    text = _documentation(cls)
     if not text:
         return slots
     result = []
@@ -800,7 +800,7 @@ def stated_last_sizes(cls: type, slots: list[Slot]) -> list[Slot]:
     if not floats:
         return slots
     source = _forward_source(cls)
-    documentation = "\n".join(filter(None, (inspect.getdoc(cls), inspect.getdoc(getattr(cls, "forward", None)))))
+    documentation = _documentation(cls)
     sizes: dict[str, int] = {}
     for slot in floats:
         indices = re.findall(rf"(?<![\w.]){re.escape(slot.name)}\[\s*\.\.\.\s*,\s*(\d+)\s*\]", source)
@@ -815,6 +815,11 @@ def stated_last_sizes(cls: type, slots: list[Slot]) -> list[Slot]:
     if not sizes:
         return slots
     return [replace(slot, last=sizes[slot.name]) if slot.name in sizes else slot for slot in slots]
+
+
+def _documentation(cls: type) -> str:
+    """The class's docstring and forward's, where parameters, types and domains are described."""
+    return "\n".join(filter(None, (inspect.getdoc(cls), inspect.getdoc(getattr(cls, "forward", None)))))
 
 
 def _forward_source(cls: type) -> str:
@@ -841,7 +846,7 @@ def plain_value_hints(cls: type) -> dict[str, tuple[Any, ...]]:
     type (Google ``mode (int): ...``, numpy ``mode : int``), or a forward that uses the parameter
     as a Python value only: tested for truth (``if skip_hps:``; a tensor of several elements
     raises there), or passed as ``dim=``. A parameter forward also computes with stays a tensor."""
-    documentation = "\n".join(filter(None, (inspect.getdoc(cls), inspect.getdoc(getattr(cls, "forward", None)))))
+    documentation = _documentation(cls)
     hints: dict[str, tuple[Any, ...]] = {}
     for match in re.finditer(r"^\s*(\w+)\s*(?:\((int|float|bool)\)\s*:|:\s*(int|float|bool)\s*$)",
                              documentation, re.MULTILINE):
