@@ -117,7 +117,11 @@ class _RememberedTrees:
     characters of text; on only inside ``remember_class_trees`` (``limit`` 0: off)."""
 
     def __init__(self) -> None:
-        self.limit = 0
+        self.reset()
+
+    def reset(self, limit: int = 0) -> None:
+        """Forget every tree; keep up to ``limit`` characters of class text from now on (0: off)."""
+        self.limit = limit
         self.size = 0
         self.trees: dict[tuple[int, str], SnippetTree] = {}  # oldest first
 
@@ -148,11 +152,11 @@ def remember_class_trees(limit: int = 1_000_000) -> Iterator[None]:
     ``class_model._parsed_remote``). ``limit``: characters of class text kept, the oldest
     forgotten first: a tree with its positions takes about 200 bytes of memory per character
     of its text, so at most about 200 MB (a file of 1,000 small classes, fixed: 0.5 MB of text)."""
-    _REMEMBERED.limit = limit
+    _REMEMBERED.reset(limit)
     try:
         yield
     finally:
-        _REMEMBERED.__init__()  # off again, and the trees let go
+        _REMEMBERED.reset()  # off again, and the trees let go
 
 
 _TOP_LEVEL_DEF = "def {name}("
