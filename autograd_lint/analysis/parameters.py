@@ -99,6 +99,7 @@ class TrainableArguments:
         self._qualify, self._defined = qualify, defined
         self._calls: Optional[list[tuple[ast.Call, Optional[ast.ClassDef], list[ast.AST]]]] = None
         self._parameters: Optional[dict[str, int]] = None  # the file's own `self.x = nn.Parameter(...)`
+        self._aliases: Optional[dict[str, set[str]]] = None  # class name -> names bound to its apply
 
     def might_train(self) -> bool:
         """Cheap: whether the file names anything that can make a trainable parameter."""
@@ -109,7 +110,9 @@ class TrainableArguments:
         ``position``; None when there is no such evidence."""
         if self.tree is None or _FREEZES.search(self.text):
             return None
-        aliases = _apply_aliases(self.tree, class_name)
+        if self._aliases is None:  # one walk for all the file's classes: the tree may be large
+            self._aliases = _apply_aliases(self.tree)
+        aliases = self._aliases.get(class_name, set())
         for call, cls, functions in self._apply_calls():
             if not _calls_apply(call.func, class_name, aliases):
                 continue
@@ -375,12 +378,16 @@ def _trainable_parameters(tree: ast.Module) -> dict[str, int]:
     return found
 
 
-def _apply_aliases(tree: ast.Module, class_name: str) -> set[str]:
-    """Names bound to ``<class_name>.apply`` (``qat_linear = QATLinear.apply``)."""
-    names = set()
+def _apply_aliases(tree: ast.Module) -> dict[str, set[str]]:
+    """For each class name, the names bound to ``<class name>.apply`` (``qat_linear =
+    QATLinear.apply``)."""
+    names: dict[str, set[str]] = {}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and _is_apply(node.value, class_name):
-            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Attribute)
+                and node.value.attr == "apply"):
+            class_name = _last_name(node.value.value)
+            if class_name is not None:
+                names.setdefault(class_name, set()).update(t.id for t in node.targets if isinstance(t, ast.Name))
     return names
 
 
