@@ -17,7 +17,6 @@ A cache that cannot be read or written is simply not used: linting never fails b
 
 from __future__ import annotations
 
-import hashlib
 import os
 import pickle
 import sys
@@ -25,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from autograd_lint import __version__
+from autograd_lint.digest import blake2b
 
 DEFAULT_CACHE_DIR = ".autograd_lint_cache"
 _FILE_NAME = "cache-v1.pickle"
@@ -38,7 +38,7 @@ _MAX_ENTRIES = 200_000
 
 
 def content_hash(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+    return blake2b(data, digest_size=16).hexdigest()
 
 
 @dataclass
@@ -114,7 +114,7 @@ class RunMemo:
         depend on."""
         # pickle, not repr: a project's ten thousand (path, stamp) entries take 5x less time, and
         # the same data pickles to the same bytes (the file is stamped with the Python version).
-        return hashlib.blake2b(pickle.dumps(entries, protocol=4), digest_size=16).hexdigest()
+        return blake2b(pickle.dumps(entries, protocol=4), digest_size=16).hexdigest()
 
     @classmethod
     def load(cls, directory: str, name: str = _RUN_FILE_NAME) -> "RunMemo":
@@ -198,5 +198,5 @@ def _implementation_stamp() -> str:
                 if name.endswith(".py"):
                     info = os.stat(os.path.join(directory, name))
                     parts.append(f"{name}:{info.st_size}:{info.st_mtime_ns}")
-        _STAMP = hashlib.blake2b("|".join(parts).encode(), digest_size=16).hexdigest()
+        _STAMP = blake2b("|".join(parts).encode(), digest_size=16).hexdigest()
     return _STAMP

@@ -23,12 +23,10 @@ from autograd_lint.catalogue import RULES
 from autograd_lint.config import Config, ConfigError, empty_config, find_config, load_config
 from autograd_lint.discovery import discover, exclude_spec, missing_paths
 from autograd_lint.dynamic.options import add_arguments as add_dynamic_arguments
-from autograd_lint.explain import ExplainError, explain
 from autograd_lint.fix.options import add_arguments as add_fix_arguments
 from autograd_lint.fix.options import hint_lines
-from autograd_lint.report import FORMATS, LintRun, statistics
+from autograd_lint.report import FORMATS, LintRun, formatter
 from autograd_lint.report.text import summary_line
-from autograd_lint.rule_list import write_rule_list
 from autograd_lint.selection import (
     RulesPerFile,
     EnabledRules,
@@ -67,7 +65,7 @@ def run() -> None:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         return _main(list(sys.argv[1:] if argv is None else argv))
-    except (UsageError, ConfigError, SelectorError, ExplainError) as error:
+    except (UsageError, ConfigError, SelectorError) as error:
         _error(str(error))
         return EXIT_ERROR
     except BrokenPipeError:  # a closed pipe outside the report (the report's is handled there)
@@ -92,9 +90,16 @@ def _main(argv: list[str]) -> int:
         return exit_.code if isinstance(exit_.code, int) else EXIT_ERROR
 
     if args.explain is not None:
-        explain(args.explain, sys.stdout)
+        from autograd_lint.explain import ExplainError, explain
+
+        try:
+            explain(args.explain, sys.stdout)
+        except ExplainError as error:
+            raise UsageError(str(error)) from None
         return EXIT_CLEAN
     if args.list_rules:
+        from autograd_lint.rule_list import write_rule_list
+
         write_rule_list(sys.stdout, args.format)
         return EXIT_CLEAN
     if args.statistics and args.format not in ("text", "json"):
@@ -395,21 +400,39 @@ class _Projects:
         self.config, self.spec = config, spec
         self.paths, self.discovered = paths, discovered
         self._files: dict[str, tuple[list[str], dict]] = {}
+        # Per directory, not per file: a run over torch asks for 2,285 files in 300 directories.
+        self._settled_roots: dict[str, Optional[str]] = {}
+        self._package_roots: dict[str, Optional[str]] = {}
+        self._walked_directories: Optional[list[str]] = None
 
-    def root_of(self, path: str) -> Optional[str]:
-        """Its project's root by the settings or the repository; None: by neither."""
-        from autograd_lint.project_scope import settled_root
+    def directories_of(self, paths: list[str]) -> list[str]:
+        """The directory of each of ``paths`` (a whole walk's computed once)."""
+        if paths is self.discovered.files:
+            if self._walked_directories is None:
+                self._walked_directories = list(map(os.path.dirname, paths))
+            return self._walked_directories
+        return list(map(os.path.dirname, paths))
 
-        return settled_root(path, self.config)
+    def roots_of(self, paths: list[str]) -> list[Optional[str]]:
+        """The project root of each of ``paths`` (files to lint; one may not exist:
+        ``--stdin-filename``) by the settings or the repository; None: by neither."""
+        from autograd_lint.project_scope import settled_roots_of_directories
+
+        directories = self.directories_of(paths)
+        self._settled_roots.update(
+            settled_roots_of_directories(list(set(directories) - self._settled_roots.keys()), self.config))
+        return [self._settled_roots[directory] for directory in directories]
 
     def unsettled_files(self, files: list[str]) -> tuple[list[str], dict]:
         """The project of the files no settings or repository place: they are one together,
         with the files of the outermost packages that hold any of them (``project_scope``)."""
-        from autograd_lint.project_scope import package_root
+        from autograd_lint.project_scope import package_roots_of_directories
 
+        directories = set(self.directories_of(files))
+        self._package_roots.update(package_roots_of_directories(list(directories - self._package_roots.keys())))
         paths: list[str] = []
         stats: dict = {}
-        for root in sorted({r for r in map(package_root, files) if r is not None}):
+        for root in sorted({self._package_roots[d] for d in directories} - {None}):
             found, found_stats = self.files_of(root, by_package=True)
             paths += found
             stats.update(found_stats)
@@ -422,13 +445,24 @@ class _Projects:
             from autograd_lint.discovery import Discovered
             from autograd_lint.project_scope import project_files
 
-            if not by_package and any(os.path.isdir(p) and os.path.abspath(p) == root for p in self.paths):
-                files = [f for f in self.discovered.files if self.root_of(f) == root]
+            if any(os.path.isdir(p) and os.path.abspath(p) == root for p in self.paths):
+                # A package's project is every file under it; a settled one's, those no subproject takes.
+                walked = self.discovered.files
+                if by_package:
+                    directories = self.directories_of(walked)
+                    under = {d: _holds(root, os.path.abspath(d)) for d in set(directories)}
+                    files = [f for f, d in zip(walked, directories) if under[d]]
+                else:
+                    files = [f for f, r in zip(walked, self.roots_of(walked)) if r == root]
                 found = Discovered(files, {f: self.discovered.stats[f] for f in files if f in self.discovered.stats})
             else:
                 found = project_files(root, self.config, self.spec)
             self._files[root] = (found.files, found.stats)
         return self._files[root]
+
+
+def _holds(root: str, directory: str) -> bool:
+    return directory == root or directory.startswith(root + os.sep)
 
 
 def _wants_dependents(args: argparse.Namespace, paths: list[str]) -> bool:
@@ -448,11 +482,11 @@ def _lint(files: list[str], selection_for: RulesPerFile, max_file_size: int, job
     from autograd_lint.engine import lint_projects
 
     groups: dict[Optional[str], list[int]] = {}
-    for i, path in enumerate(files):
-        groups.setdefault(projects.root_of(path) if projects is not None else None, []).append(i)
+    for i, root in enumerate(projects.roots_of(files) if projects is not None else [None] * len(files)):
+        groups.setdefault(root, []).append(i)
     layout, all_stats = [], dict(stats or {})
     for root, indexes in groups.items():
-        group = [files[i] for i in indexes]
+        group = files if len(indexes) == len(files) else [files[i] for i in indexes]
         if projects is None:
             project_paths, project_stats = [], {}
         elif root is None:
@@ -521,9 +555,11 @@ def _write_report(run: LintRun, args: argparse.Namespace, out: TextIO) -> None:
     color = _use_color(args.color, out)
     try:
         if args.statistics:
+            from autograd_lint.report import statistics
+
             statistics.write(run, out, color, as_json=args.format == "json")
         else:
-            FORMATS[args.format](run, out, color)
+            formatter(args.format)(run, out, color)
         out.flush()  # surface a closed pipe here
     except BrokenPipeError:
         if out is sys.stdout:

@@ -137,34 +137,44 @@ def _walk(top: str, spec, root: str, warnings: list[str]) -> Iterator[str]:
     if _is_excluded(spec, top_relative, is_dir=True):
         top_relative = ""  # explicitly named, though excluded: match below it only
     pending = [(top, top_relative)]  # (directory, its path from the root for the patterns)
+    by_name = spec.by_name
     while pending:
         directory, relative = pending.pop()
+        # Only the .py files and the subdirectories are sorted, not the whole listing: torch's
+        # include/ directories hold thousands of headers, most of a walk's entries.
+        files: list[tuple[str, str]] = []
+        subdirectories: list[tuple[str, str]] = []
         try:
             with os.scandir(directory) as listing:
-                entries = sorted(listing, key=_name)
+                for entry in listing:
+                    name = entry.name
+                    try:
+                        is_dir = entry.is_dir()  # a link to a directory counts as one, but is not entered
+                    except OSError:
+                        is_dir = False
+                    if is_dir:
+                        subdirectories.append((name, entry))
+                    elif name.endswith(".py"):
+                        files.append((name, entry.path))
         except OSError as error:
             warnings.append(f"cannot list directory {error.filename}: {error.strerror}")
             continue
         prefix = relative + "/" if relative else ""
-        subdirectories = []
-        for entry in entries:
-            name = entry.name
-            try:
-                is_dir = entry.is_dir()  # a link to a directory counts as one, but is not entered
-            except OSError:
-                is_dir = False
-            if is_dir:
-                excluded = spec.name_matches(name, True) if spec.by_name else _is_excluded(spec, prefix + name, True)
-                if not excluded and not entry.is_symlink():
-                    subdirectories.append((entry.path, prefix + name))
-            elif name.endswith(".py"):
-                if not (spec.name_matches(name, False) if spec.by_name else _is_excluded(spec, prefix + name, False)):
-                    yield entry.path
-        pending.extend(reversed(subdirectories))  # popped in sorted order
+        files.sort()
+        for name, path in files:
+            if not (spec.name_matches(name, False) if by_name else _is_excluded(spec, prefix + name, False)):
+                yield path
+        subdirectories.sort(key=_first)
+        entered = []
+        for name, entry in subdirectories:
+            excluded = spec.name_matches(name, True) if by_name else _is_excluded(spec, prefix + name, True)
+            if not excluded and not entry.is_symlink():
+                entered.append((entry.path, prefix + name))
+        pending.extend(reversed(entered))  # popped in sorted order
 
 
-def _name(entry: os.DirEntry) -> str:
-    return entry.name
+def _first(pair: tuple) -> str:
+    return pair[0]
 
 
 def excluded_by_name(spec, path: str, root: str) -> bool:

@@ -142,11 +142,13 @@ def lint_projects(
 
 def _others(paths: Sequence[str], project_paths: Sequence[str]) -> list[str]:
     """The project's files that are not among ``paths`` (however either spells them)."""
-    if not project_paths:
+    spelled = set(paths)
+    rest = [path for path in project_paths if path not in spelled]  # a run over the whole project: none
+    if not rest:
         return []
     given = {os.path.abspath(path) for path in paths}
     # The project's paths come from a walk of its absolute root: already absolute and normal.
-    return [path for path in project_paths if (path if os.path.isabs(path) else os.path.abspath(path)) not in given]
+    return [path for path in rest if (path if os.path.isabs(path) else os.path.abspath(path)) not in given]
 
 
 # A run of at most this many files of a project reuses the facts of its other files when none of

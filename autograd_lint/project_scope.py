@@ -42,6 +42,18 @@ def settled_root(path: str, config: Config) -> Optional[str]:
     return _root_of(directory, str(config.root) if config.path is not None else None, config.subprojects)
 
 
+def settled_roots_of_directories(directories: list[str], config: Config) -> dict[str, Optional[str]]:
+    """``settled_root`` of each of ``directories`` (the directories of files to lint, which
+    need no ``isdir`` call)."""
+    config_root = str(config.root) if config.path is not None else None
+    return {d: _root_of(os.path.abspath(d), config_root, config.subprojects) for d in directories}
+
+
+def package_roots_of_directories(directories: list[str]) -> dict[str, Optional[str]]:
+    """``package_root`` of each of ``directories`` (as ``settled_roots_of_directories``)."""
+    return {d: _outermost_package(os.path.abspath(d)) for d in directories}
+
+
 def package_root(path: str) -> Optional[str]:
     """Rule 3: the outermost package holding ``path``. The CLI joins the files it is given that
     only this rule places (or none does) into one project, with these packages' files: given a
@@ -66,27 +78,22 @@ def _root_of(directory: str, config_root: Optional[str], subprojects: tuple[str,
     return _repository_root(directory)
 
 
+@lru_cache(maxsize=4096)
 def _repository_root(directory: str) -> Optional[str]:
-    current = directory
-    while True:
-        if os.path.exists(os.path.join(current, ".git")):
-            return current
-        parent = os.path.dirname(current)
-        if parent == current:
-            return None
-        current = parent
+    """The nearest directory holding ``.git``, from ``directory`` up (each directory asked once
+    per run: a tree's directories share their parents)."""
+    if os.path.exists(os.path.join(directory, ".git")):
+        return directory
+    parent = os.path.dirname(directory)
+    return None if parent == directory else _repository_root(parent)
 
 
+@lru_cache(maxsize=4096)
 def _outermost_package(directory: str) -> Optional[str]:
-    found = None
-    current = directory
-    while os.path.isfile(os.path.join(current, "__init__.py")):
-        found = current
-        parent = os.path.dirname(current)
-        if parent == current:
-            break
-        current = parent
-    return found
+    if not os.path.isfile(os.path.join(directory, "__init__.py")):
+        return None
+    parent = os.path.dirname(directory)
+    return directory if parent == directory else (_outermost_package(parent) or directory)
 
 
 def project_files(root: str, config: Config, spec) -> Discovered:

@@ -138,15 +138,23 @@ def _may_be_decorator(function: ast.FunctionDef, first: str) -> bool:
     return False
 
 
-def _own_returns(function: ast.AST) -> list[ast.Return]:
+# Where statements nest: a return is a statement, so the blocks are all there is to search (not
+# the expressions, most of a function's nodes: the facts pass reads every module-level function).
+_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _own_returns(function: ast.FunctionDef) -> list[ast.Return]:
     """The ``return`` statements of ``function`` itself, not of the functions it defines."""
-    found, pending = [], list(ast.iter_child_nodes(function))
+    found, pending = [], list(function.body)
     while pending:
         node = pending.pop()
         if isinstance(node, ast.Return):
             found.append(node)
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            pending.extend(ast.iter_child_nodes(node))
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for block in _BLOCKS:
+                statements = getattr(node, block, None)
+                if statements:
+                    pending.extend(statements)
     return found
 
 

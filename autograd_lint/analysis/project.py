@@ -10,7 +10,6 @@ same facts.
 from __future__ import annotations
 
 import ast
-import hashlib
 import re
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Iterable, Optional
@@ -19,6 +18,7 @@ from autograd_lint.analysis.ast_walk import dotted_name, walk
 from autograd_lint.analysis.decorators import DecoratorResolver, definitions
 from autograd_lint.analysis.module_index import FUNCTION_BASES, REBOUND, ModuleIndex
 from autograd_lint.analysis.names import ModuleName, ModuleSymbols, NameTable, Scope, build_name_table
+from autograd_lint.digest import blake2b
 
 
 @dataclass
@@ -103,7 +103,7 @@ class ProjectFacts:
     def fingerprint(self) -> str:
         """A hash of everything here, the same in every process (sets are sorted, so Python's
         per-process string hashing does not change it): the cache key of the per-file results."""
-        return hashlib.blake2b(repr(_canonical(self.__dict__)).encode(), digest_size=16).hexdigest()
+        return blake2b(repr(_canonical(self.__dict__)).encode(), digest_size=16).hexdigest()
 
     def inherited(self, base_keys: Iterable[str]) -> Optional[tuple[set[str], set[str]]]:
         """Methods and ctx attributes that the Function classes ``base_keys`` (defined in any

@@ -8,6 +8,7 @@ positions are mapped back to the file's lines and columns.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from contextlib import contextmanager
 from typing import Iterator, Optional
@@ -159,17 +160,30 @@ def remember_class_trees(limit: int = 1_000_000) -> Iterator[None]:
         _REMEMBERED.reset()  # off again, and the trees let go
 
 
-_TOP_LEVEL_DEF = "def {name}("
+_TOP_LEVEL_DEF = re.compile(r"(?:async )?def (\w+)\(")
 
 
-def parse_function(lines: list[str], name: str) -> "ParsedClass | None":
+def top_level_defs(lines: list[str]) -> dict[str, list[int]]:
+    """The index of each line that starts a module-level ``def name(`` (or ``async def``), by
+    name: one pass over a file's lines, for all the functions its classes call."""
+    found: dict[str, list[int]] = {}
+    for i, text in enumerate(lines):
+        if text.startswith(("def ", "async def ")):
+            match = _TOP_LEVEL_DEF.match(text)
+            if match is not None:
+                found.setdefault(match.group(1), []).append(i)
+    return found
+
+
+def parse_function(lines: list[str], name: str, starts: Optional[list[int]] = None) -> "ParsedClass | None":
     """The module-level ``def name(...)`` of a file, parsed alone with libcst (its decorators
     included); None when there is none, more than one, or its lines do not parse alone.
+    ``starts``: the function's lines as ``top_level_defs`` gives them (else found here).
 
     The function runs from its ``def`` line to the line before the next statement that starts
     at column 0 (what follows it at module level)."""
-    starts = [i for i, text in enumerate(lines) if text.startswith(_TOP_LEVEL_DEF.format(name=name))
-              or text.startswith("async " + _TOP_LEVEL_DEF.format(name=name))]
+    if starts is None:
+        starts = top_level_defs(lines).get(name, [])
     if len(starts) != 1:
         return None
     first = last = starts[0]

@@ -61,6 +61,7 @@ class SourceFile:
         # by name: parsed once, whichever analysis of the file asks (a tree is never changed).
         self._parsed_classes: dict[tuple[int, int], ParsedClass] = {}
         self._module_functions: dict[str, Optional[Method]] = {}
+        self._top_level_defs: Optional[dict[str, list[int]]] = None  # name -> lines (snippet.top_level_defs)
 
     # --- text -----------------------------------------------------------------------------
     def readable(self) -> bool:
@@ -237,9 +238,12 @@ class SourceFile:
         None when there is no such function or it does not parse alone."""
         if name not in self._module_functions:
             from autograd_lint.analysis.class_model import method_of
-            from autograd_lint.analysis.snippet import parse_function
+            from autograd_lint.analysis.snippet import parse_function, top_level_defs
 
-            parsed = parse_function(self.lines, name) if f"def {name}(" in self.text else None
+            if self._top_level_defs is None:
+                self._top_level_defs = top_level_defs(self.lines)
+            starts = self._top_level_defs.get(name)
+            parsed = parse_function(self.lines, name, starts) if starts else None
             self._module_functions[name] = method_of(parsed.node, "<module>", parsed) if parsed is not None else None
         return self._module_functions[name]
 

@@ -2,15 +2,15 @@
 
 A formatter is ``write(run, out, color)``; add a format by adding its module and one entry to
 ``FORMATS``: text (flake8's lines), json (docs/json-schema.md), sarif (GitHub code scanning),
-github (workflow-command annotations).
+github (workflow-command annotations). Only the chosen format's module is imported: every run
+pays for its imports (``json``, ``urllib``), and most runs print text.
 """
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, TextIO
-
-from autograd_lint.report import github, json_format, sarif, text
 
 if TYPE_CHECKING:  # the engine (and its parser) is not needed to format, nor for --help
     from autograd_lint.engine import FileResult
@@ -50,9 +50,15 @@ class LintRun:
 
 Formatter = Callable[[LintRun, TextIO, bool], None]
 
-FORMATS: dict[str, Formatter] = {
-    "text": text.write,
-    "json": json_format.write,
-    "sarif": sarif.write,
-    "github": github.write,
+# --format's name -> the module under autograd_lint.report that writes it
+FORMATS: dict[str, str] = {
+    "text": "text",
+    "json": "json_format",
+    "sarif": "sarif",
+    "github": "github",
 }
+
+
+def formatter(name: str) -> Formatter:
+    """The ``write`` function of the format ``name`` (one of ``FORMATS``)."""
+    return importlib.import_module(f"autograd_lint.report.{FORMATS[name]}").write
