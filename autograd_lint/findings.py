@@ -1,8 +1,8 @@
-"""The one record every part of autograd-lint passes around: a finding."""
+"""The records every part of autograd-lint passes around: a finding, and a file's result."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Optional
 
 from autograd_lint.catalogue import RULES
@@ -57,3 +57,17 @@ class Finding:
             "confirmation": self.confirmation,
             "evidence": self.evidence,
         }
+
+
+@dataclass
+class FileResult:
+    """What a run found in one file."""
+
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    function_classes: int = 0
+    # "path: what went wrong" for failures of the linter itself (a rule crashing on this file).
+    internal_errors: list[str] = field(default_factory=list)
+    # (name, line of the `class` statement) of each Function class the static scan found, nested
+    # and conditional ones included: ``--dynamic`` accounts for every one of them.
+    function_class_sites: list[tuple[str, int]] = field(default_factory=list)

@@ -20,30 +20,18 @@ answered from the cache never loads them.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional, Sequence, Union
 
 from autograd_lint.analysis.precheck import TextSummary, summarize
 from autograd_lint.analysis.project import FileFacts, ProjectFacts, facts_from_index
 from autograd_lint.analysis.source_file import SourceFile
 from autograd_lint.catalogue import RULES
-from autograd_lint.findings import Finding
+from autograd_lint.findings import FileResult, Finding
 from autograd_lint.fix.options import FIXABLE_CODES
 
 # Deep enough for any hand-written expression; the RecursionError beyond it is reported.
 _RECURSION_LIMIT = 10_000
-
-
-@dataclass
-class FileResult:
-    path: str
-    findings: list[Finding] = field(default_factory=list)
-    function_classes: int = 0
-    # "path: what went wrong" for failures of the linter itself (a rule crashing on this file).
-    internal_errors: list[str] = field(default_factory=list)
-    # (name, line of the `class` statement) of each Function class the static scan found, nested
-    # and conditional ones included: ``--dynamic`` accounts for every one of them.
-    function_class_sites: list[tuple[str, int]] = field(default_factory=list)
 
 
 @dataclass

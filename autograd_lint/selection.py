@@ -95,6 +95,26 @@ class RuleFilter(Protocol):
 
 
 @dataclass(frozen=True)
+class CodeSet:
+    """A RuleFilter as a plain set of codes: picklable, and usable in a cache key."""
+
+    codes: frozenset[str]
+
+    def is_enabled(self, code: str) -> bool:
+        return code in self.codes
+
+    @classmethod
+    def of(cls, selection: RuleFilter) -> "CodeSet":
+        return _code_set_of(selection)
+
+
+@lru_cache(maxsize=64)
+def _code_set_of(selection: RuleFilter) -> CodeSet:
+    # Asked once per file: a run over thousands of files shares one or a few selections.
+    return CodeSet(frozenset(code for code in RULES if selection.is_enabled(code)))
+
+
+@dataclass(frozen=True)
 class EnabledRules:
     """The set of enabled codes; what the engine asks through ``is_enabled``."""
 

@@ -46,6 +46,7 @@ def _layers(graph: grimp.ImportGraph) -> list[grimp.Layer]:
     return [
         grimp.Layer(*sorted(FRONTS), independent=False),
         grimp.Layer("autograd_lint.engine"),
+        grimp.Layer("autograd_lint.run_steps"),
         grimp.Layer("autograd_lint.parallel"),
         grimp.Layer("autograd_lint.pipeline"),
         grimp.Layer(*sorted(fix_available), independent=False),
