@@ -26,7 +26,6 @@ from typing import Any, Optional
 from autograd_lint import __version__
 from autograd_lint.digest import blake2b
 
-DEFAULT_CACHE_DIR = ".autograd_lint_cache"
 _FILE_NAME = "cache-v1.pickle"
 _RUN_FILE_NAME = "runs-v1.pickle"
 PROJECT_FILE_NAME = "projects-v1.pickle"

@@ -20,7 +20,7 @@ from typing import Optional, Sequence, TextIO
 
 from autograd_lint import __version__
 from autograd_lint.catalogue import RULES
-from autograd_lint.config import Config, ConfigError, empty_config, find_config, load_config
+from autograd_lint.config import DEFAULT_CACHE_DIR, Config, ConfigError, empty_config, find_config, load_config
 from autograd_lint.discovery import discover, exclude_spec, missing_paths
 from autograd_lint.dynamic.options import add_arguments as add_dynamic_arguments
 from autograd_lint.fix.options import add_arguments as add_fix_arguments
@@ -34,7 +34,6 @@ from autograd_lint.selection import (
     SelectorLayer,
     parse_selectors,
 )
-from autograd_lint.cache import DEFAULT_CACHE_DIR
 from autograd_lint.source import DEFAULT_MAX_FILE_SIZE
 
 OPT_IN_CODES = tuple(code for code, info in RULES.items() if not info.default_enabled)

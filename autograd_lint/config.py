@@ -11,12 +11,16 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from autograd_lint.dynamic.settings import DynamicSettings, SettingsError, parse_dynamic_table
 from autograd_lint.selection import SelectorError, SelectorLayer, parse_selectors
 
+if TYPE_CHECKING:  # read only where the table is there: most runs have none, and no --dynamic
+    from autograd_lint.dynamic.settings import DynamicSettings
+
 TABLE = "autograd-lint"
+# Where the cache lives, next to the settings (or in the current directory), unless cache-dir says.
+DEFAULT_CACHE_DIR = ".autograd_lint_cache"
 
 
 class ConfigError(Exception):
@@ -39,7 +43,7 @@ class Config:
     # Directories (glob patterns relative to root, "fixtures/*") each of which is a project of its
     # own: its files' facts are not mixed with the rest of the tree's (analysis/project.py).
     subprojects: tuple[str, ...] = ()
-    dynamic: DynamicSettings = DynamicSettings()  # [tool.autograd-lint.dynamic]
+    dynamic: Optional[DynamicSettings] = None  # [tool.autograd-lint.dynamic]; None: no such table
 
     def selector_layer(self) -> SelectorLayer:
         return SelectorLayer(self.select, self.extend_select, self.ignore)
@@ -144,11 +148,13 @@ def _config_from_table(table: dict, path: Path, warn: Callable[[str], None]) -> 
         if "max-file-size" in table else None,
         cache_dir=_string(table["cache-dir"], "cache-dir", where) if "cache-dir" in table else None,
         subprojects=tuple(p.strip("/") for p in lists.get("subprojects", ()) if p.strip("/")),
-        dynamic=_dynamic(table["dynamic"], where, warn) if "dynamic" in table else DynamicSettings(),
+        dynamic=_dynamic(table["dynamic"], where, warn) if "dynamic" in table else None,
     )
 
 
 def _dynamic(value: Any, where: str, warn: Callable[[str], None]) -> DynamicSettings:
+    from autograd_lint.dynamic.settings import SettingsError, parse_dynamic_table
+
     try:
         settings, warnings = parse_dynamic_table(value, where)
     except SettingsError as error:

@@ -248,7 +248,7 @@ def _project_of(filename: str) -> "Optional[ProjectSnapshot]":
 
 @lru_cache(maxsize=16)
 def _project(root: str, config: "Config") -> "ProjectSnapshot":
-    from autograd_lint.cache import DEFAULT_CACHE_DIR
+    from autograd_lint.config import DEFAULT_CACHE_DIR
     from autograd_lint.discovery import exclude_spec
     from autograd_lint.engine import gather_project
     from autograd_lint.project_scope import project_files

@@ -32,6 +32,7 @@ from autograd_lint.dynamic.child import ABSTRACT_BASE, progress_path
 from autograd_lint.dynamic.dedupe import Merge, RuntimeResult, merge_explained, merged_line
 from autograd_lint.dynamic.processes import Ending, Job, Launcher
 from autograd_lint.dynamic.progress import module_progress
+from autograd_lint.dynamic.settings import DynamicSettings
 from autograd_lint.findings import Finding
 from autograd_lint.suppression import disabled_codes, noqa_codes
 from autograd_lint.selection import RuleFilter
@@ -68,7 +69,7 @@ def options_from(args, config, jobs: int) -> DynamicOptions:
         # No release is published: the install commands that work are a clone's or torch's own.
         raise DynamicError("--dynamic needs torch in the environment autograd-lint runs in: "
                            "pip install torch rich (or, in your clone of autograd-lint, pip install '.[dynamic]')")
-    settings = config.dynamic
+    settings = config.dynamic or DynamicSettings()
     device = args.device or settings.device or "cpu"
     if device == "cuda":
         import warnings
