@@ -19,12 +19,24 @@ The trees: the installed torch package, then each of PEER_PACKAGES that is insta
 packages with Function classes of their own; `pip install --no-deps -r bench/requirements.txt`
 installs them without their dependencies, which nothing here imports). --tree replaces them.
 
+Each tree is linted as a copy of its files in a scratch directory (hard links where the file
+system allows): a tree inside this repository (torch in its venv) would otherwise be judged as
+part of the repository's project, the files of which autograd-lint then reads as well.
+
+``--base REV`` installs another commit of autograd-lint (``git archive``, then ``pip install
+--no-deps --target`` into the scratch directory) and runs its cold, warm and import commands
+next to this checkout's, in the same rounds, so a slowdown shows in the run it happens: each
+base row is followed by the ratio of this checkout to it. The import rows time a whole
+``python -c "import autograd_lint.cli"``; the ``python -c pass`` row is the interpreter's own
+share of it.
+
 It prints a table per tree with each time as a ratio to ruff's, and writes everything as JSON
 (--out). Usage, from the repository root with the venv active::
 
     pip install --no-deps -r bench/requirements.txt   # ruff, and the peer packages
     python bench/run.py                                # torch and the peers, 5 rounds
     python bench/run.py --rounds 3 --tree ~/src/kornia --no-flake8 --out bench/results.json
+    python bench/run.py --base 66cfb9d --rounds 9 --no-flake8   # this checkout against 66cfb9d
 
 This is a benchmark, not a test: nothing here asserts a number.
 """
@@ -75,10 +87,19 @@ def default_trees() -> list[Path]:
     return [torch, *(found for found in peers.values() if found is not None)]
 
 
+class Command(list):
+    """A command line, and what its environment adds (``--base``'s ``PYTHONPATH``)."""
+
+    def __init__(self, argv: list[str], env: Optional[dict[str, str]] = None) -> None:
+        super().__init__(argv)
+        self.env = {**os.environ, **env} if env else None
+
+
 def run_timed(command: list[str], cwd: Path) -> float:
     """Wall seconds of the command, with nothing else running here meanwhile."""
     start = time.perf_counter()
-    subprocess.run(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   env=getattr(command, "env", None))
     return time.perf_counter() - start
 
 
@@ -88,7 +109,8 @@ def run_sampling_memory(command: list[str], cwd: Path) -> int:
     Not timed: reading smaps_rollup walks each process's page tables, and on a 2-core machine
     sampling three processes 200 times a second took a fifth of the CPU (17 s of system time in
     a 44 s benchmark), more from a command with worker processes than from one without."""
-    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               env=getattr(command, "env", None))
     peak = 0
     while process.poll() is None:
         peak = max(peak, _tree_rss(process.pid))
@@ -133,10 +155,10 @@ def read_all(tree: str) -> None:  # the floor: what reading every file costs
                     handle.read()
 
 
-def commands(tree: Path, cache_dir: Path, flake8: bool) -> dict[str, list[str]]:
+def commands(tree: Path, cache_dir: Path, flake8: bool, base: Optional["Base"] = None) -> dict[str, list[str]]:
     python = sys.executable
     lint = [python, "-m", "autograd_lint", "--quiet", "--exit-zero"]
-    found = {
+    found: dict[str, list[str]] = {
         "floor: read bytes": [python, "-c", f"import runpy,sys; sys.argv=['', {str(tree)!r}]; "
                               f"runpy.run_path({str(Path(__file__))!r}, run_name='read_all')"],
         "floor: grep Function": ["grep", "-rl", "--include=*.py", "Function", str(tree)],
@@ -145,6 +167,16 @@ def commands(tree: Path, cache_dir: Path, flake8: bool) -> dict[str, list[str]]:
         "autograd-lint cold --jobs 1": [*lint, "--no-cache", "--jobs", "1", str(tree)],
         "autograd-lint warm": [*lint, "--cache-dir", str(cache_dir), str(tree)],
     }
+    if base is not None:
+        with_base = {"python -c pass": [python, "-c", "pass"]}
+        for name, argv in [*found.items(), ("CLI import", [python, "-c", "import autograd_lint.cli"])]:
+            if name.startswith("autograd-lint") or name == "CLI import":
+                with_base[name] = argv
+                own_cache = [str(base.cache_dir) if a == str(cache_dir) else a for a in argv]  # warm: its own
+                with_base[f"{name} ({base.label})"] = Command(own_cache, {"PYTHONPATH": str(base.site)})
+            else:
+                with_base[name] = argv
+        found = with_base
     if _ruff() is None:
         del found["ruff check (default rules)"]
     if flake8:
@@ -168,11 +200,49 @@ def compile_bytecode() -> None:
         subprocess.run([sys.executable, "-m", "compileall", "-q", package], check=False)
 
 
-def bench_tree(tree: Path, rounds: int, flake8_rounds: int) -> dict:
+class Base:
+    """Another commit of autograd-lint, installed for ``--base``: its package in ``site`` (put on
+    PYTHONPATH ahead of this checkout), its own cache directory for the warm runs."""
+
+    def __init__(self, revision: str, scratch: Path) -> None:
+        commit = subprocess.run(["git", "rev-parse", "--short", revision], cwd=REPO, check=True,
+                                capture_output=True, text=True).stdout.strip()
+        self.label = f"base {commit}"
+        source, self.site, self.cache_dir = scratch / "base-src", scratch / "base-site", scratch / "base-cache"
+        source.mkdir()
+        archive = subprocess.run(["git", "archive", commit], cwd=REPO, check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(source)], input=archive, check=True)
+        print(f"installing {self.label} ...", flush=True)
+        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(self.site),
+                        str(source)], check=True)
+
+
+def copy_of(tree: Path, scratch: Path) -> Path:
+    """The tree's .py and .pyi files (the rest left out) under ``scratch``, hard-linked where possible."""
+    def others(directory: str, names: list[str]) -> list[str]:
+        return [n for n in names if not n.endswith((".py", ".pyi")) and not os.path.isdir(os.path.join(directory, n))]
+
+    def link(source: str, target: str) -> None:
+        try:
+            os.link(source, target)
+        except OSError:
+            shutil.copy2(source, target)
+
+    copy = scratch / "trees" / tree.name
+    shutil.copytree(tree, copy, ignore=others, copy_function=link, symlinks=True)
+    return copy
+
+
+def bench_tree(tree: Path, rounds: int, flake8_rounds: int, base_revision: Optional[str] = None) -> dict:
+    original = tree
     with tempfile.TemporaryDirectory() as scratch:
         cache_dir = Path(scratch) / "cache"
-        table = commands(tree, cache_dir, flake8=flake8_rounds > 0)
-        subprocess.run(table["autograd-lint warm"], cwd=REPO, capture_output=True)  # fill the cache
+        base = Base(base_revision, Path(scratch)) if base_revision else None
+        tree = copy_of(tree, Path(scratch))
+        table = commands(tree, cache_dir, flake8=flake8_rounds > 0, base=base)
+        for name, command in table.items():  # fill the caches
+            if name.startswith("autograd-lint warm"):
+                subprocess.run(command, cwd=REPO, capture_output=True, env=getattr(command, "env", None))
         # Rounds go through every command in turn: the machine's speed drifts (a shared host
         # can be 1.5x slower for minutes), and interleaving lets the drift hit all alike.
         times: dict[str, list[float]] = {name: [] for name in table}
@@ -186,19 +256,21 @@ def bench_tree(tree: Path, rounds: int, flake8_rounds: int) -> dict:
         peaks = {name: run_sampling_memory(command, REPO) for name, command in table.items()}
         rows = {name: {"median_s": statistics.median(times[name]), "runs_s": times[name],
                        "peak_mb": peaks[name] / 2**20} for name in table}
-    files = sum(1 for _ in tree.rglob("*.py"))
-    size = sum(p.stat().st_size for p in tree.rglob("*.py"))
-    return {"tree": str(tree), "files": files, "megabytes": size / 1e6, "rows": rows}
+        files = sum(1 for _ in tree.rglob("*.py"))
+        size = sum(p.stat().st_size for p in tree.rglob("*.py"))
+    return {"tree": str(original), "files": files, "megabytes": size / 1e6, "rows": rows}
 
 
 def print_table(result: dict) -> None:
     rows = result["rows"]
     ruff = rows.get("ruff check (default rules)", {}).get("median_s")
     print(f"\n{result['tree']}: {result['files']} files, {result['megabytes']:.1f} MB")
-    print("| command | median s | x ruff | peak MB |\n|---|---:|---:|---:|")
+    print("| command | median s | x ruff | peak MB | this / base |\n|---|---:|---:|---:|---:|")
     for name, row in rows.items():
         ratio = f"{row['median_s'] / ruff:.2f}" if ruff else "-"
-        print(f"| {name} | {row['median_s']:.2f} | {ratio} | {row['peak_mb']:.0f} |")
+        base = next((other for key, other in rows.items() if key.startswith(f"{name} (base ")), None)
+        against = f"{row['median_s'] / base['median_s']:.2f}" if base else ""
+        print(f"| {name} | {row['median_s']:.3f} | {ratio} | {row['peak_mb']:.0f} | {against} |")
     cold, warm = rows["autograd-lint cold"]["median_s"], rows["autograd-lint warm"]["median_s"]
     print(f"\nwarm / cold: {warm / cold:.3f}" + (f"   cold / ruff: {cold / ruff:.2f}" if ruff else ""))
     if FLAKE8_WITH in rows:
@@ -215,6 +287,7 @@ def main() -> int:
                         help="rounds of the flake8 commands, at most --rounds (default: 3)")
     parser.add_argument("--no-flake8", action="store_true", help="leave the flake8 commands out")
     parser.add_argument("--out", type=Path, help="write the results as JSON here")
+    parser.add_argument("--base", metavar="REV", help="also run another commit's autograd-lint, paired round by round")
     args = parser.parse_args()
     if args.rounds < 1 or args.flake8_rounds < 1:
         parser.error("--rounds and --flake8-rounds must be at least 1")
@@ -224,12 +297,13 @@ def main() -> int:
         flake8_rounds = 0
     results = {
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+        "base": args.base,
         "trees": [],
     }
     compile_bytecode()
     for tree in args.tree or default_trees():
         print(f"{tree} ({args.rounds} rounds)", flush=True)
-        results["trees"].append(bench_tree(tree.resolve(), args.rounds, flake8_rounds))
+        results["trees"].append(bench_tree(tree.resolve(), args.rounds, flake8_rounds, args.base))
     for tree_result in results["trees"]:
         print_table(tree_result)
     if args.out:
