@@ -42,13 +42,13 @@ def captured_reads(module: ModuleAnalysis, model: FunctionModel) -> list[Capture
     """Every name the class's own autograd methods read from an enclosing function, in method
     order (forward, backward, setup_context, jvp, vjp), one entry per name; empty for a class at
     module level, when the file's scopes cannot be read, or when forward reads nothing that an
-    enclosing function binds (the cheap test that spares symtable's compile of the module)."""
+    enclosing function binds (the cheap test that spares symtable's compile)."""
     node = model.info.node
     if node.col_offset == 0 or module.source.tree is None:
         return []  # a module-level class sees only globals
     if not _may_capture(module.source.tree, node, model):
         return []  # the cheap test first: symtable compiles the whole module
-    path = _scope_path(_module_table(module), node)
+    path = _scope_path(_statement_table(module, node), node)
     functions = [table for table in path or [] if table.get_type() == "function"]
     if not functions:
         return []
@@ -73,14 +73,24 @@ def captured_reads(module: ModuleAnalysis, model: FunctionModel) -> list[Capture
     return result
 
 
-def _module_table(module: ModuleAnalysis) -> Optional[symtable.SymbolTable]:
+def _statement_table(module: ModuleAnalysis, node: ast.ClassDef) -> Optional[symtable.SymbolTable]:
+    """The scopes of the module-level statement that holds the class ``node``, compiled alone:
+    the class's enclosing functions all lie in it, and the rest of the module binds only globals.
+    Its lines are preceded by blank ones, so that each scope keeps its line in the file."""
+    statement = next((s for s in module.source.tree.body
+                      if s.lineno <= node.lineno <= (s.end_lineno or s.lineno)), None)
+    if statement is None:
+        return None
+    first = min([statement.lineno] + [d.lineno for d in getattr(statement, "decorator_list", [])])
     cache = module.__dict__.setdefault("_closure_cache", {})
-    if "table" not in cache:
+    key = ("table", first)
+    if key not in cache:
+        text = "\n" * (first - 1) + "".join(module.lines[first - 1:statement.end_lineno or statement.lineno])
         try:
-            cache["table"] = symtable.symtable(module.text, module.path, "exec")
+            cache[key] = symtable.symtable(text, module.path, "exec")
         except (SyntaxError, ValueError):
-            cache["table"] = None
-    return cache["table"]
+            cache[key] = None
+    return cache[key]
 
 
 def _scope_path(table: Optional[symtable.SymbolTable], node: ast.ClassDef) -> Optional[list[symtable.SymbolTable]]:
