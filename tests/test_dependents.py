@@ -1,7 +1,7 @@
 """A run of a few files (pre-commit names the staged ones) also reports what those files cause in
 the other files of their project: the findings of the classes that subclass a Function class of
 a given file, or whose ``.apply`` calls it holds, each message naming the given file
-(``engine._dependent_results``). The real pre-commit case is in tests/test_precommit.py."""
+(``run_steps._dependent_results``). The real pre-commit case is in tests/test_precommit.py."""
 
 from __future__ import annotations
 
