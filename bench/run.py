@@ -19,9 +19,9 @@ The trees: the installed torch package, then each of PEER_PACKAGES that is insta
 packages with Function classes of their own; `pip install --no-deps -r bench/requirements.txt`
 installs them without their dependencies, which nothing here imports). --tree replaces them.
 
-Each tree is linted as a copy of its files in a scratch directory (hard links where the file
-system allows): a tree inside this repository (torch in its venv) would otherwise be judged as
-part of the repository's project, the files of which autograd-lint then reads as well.
+Each tree is linted as a copy in a scratch directory (hard links where the file system allows):
+a tree inside this repository (torch in its venv) would otherwise be judged as part of the
+repository's project, the files of which autograd-lint then reads as well.
 
 ``--base REV`` installs another commit of autograd-lint (``git archive``, then ``pip install
 --no-deps --target`` into the scratch directory) and runs its cold, warm and import commands
@@ -218,10 +218,8 @@ class Base:
 
 
 def copy_of(tree: Path, scratch: Path) -> Path:
-    """The tree's .py and .pyi files (the rest left out) under ``scratch``, hard-linked where possible."""
-    def others(directory: str, names: list[str]) -> list[str]:
-        return [n for n in names if not n.endswith((".py", ".pyi")) and not os.path.isdir(os.path.join(directory, n))]
-
+    """A copy of the tree under ``scratch``: every file hard-linked where the file system allows
+    (torch's thousands of headers stay: walking past them is part of a run over it)."""
     def link(source: str, target: str) -> None:
         try:
             os.link(source, target)
@@ -229,7 +227,8 @@ def copy_of(tree: Path, scratch: Path) -> Path:
             shutil.copy2(source, target)
 
     copy = scratch / "trees" / tree.name
-    shutil.copytree(tree, copy, ignore=others, copy_function=link, symlinks=True)
+    shutil.copytree(tree, copy, copy_function=link, symlinks=True,
+                    ignore=shutil.ignore_patterns("__pycache__"))
     return copy
 
 
