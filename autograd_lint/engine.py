@@ -87,12 +87,16 @@ def lint_projects(
     cache_dir: Optional[str] = None,
     stats: Optional[dict[str, os.stat_result]] = None,
     dependents: bool = False,
+    annotate_fixes: bool = True,
 ) -> list[list[FileResult]]:
     """``lint_paths`` for the files of several projects in one run (the CLI given files of
     several subprojects): ``groups`` holds, per project, the files to lint and the project's
     files. One cache, one worker pool: every file is read in one parallel step, and each
     project's facts judge its own files only. ``dependents``: as ``lint_paths``'s (each
-    project's list then holds its given files' results, then its dependents')."""
+    project's list then holds its given files' results, then its dependents').
+    ``annotate_fixes``: False when nothing will read ``fix_available`` (``--diff``: the fix
+    driver asks the fixers itself); such results are not stored in the cache, whose results
+    must carry it (results read from it do: more than asked for)."""
     stats = stats or {}
     layout = [(list(paths), _others(paths, project_paths)) for paths, project_paths in groups]
     memo, run_key = None, ""
@@ -104,9 +108,11 @@ def lint_projects(
                                for (paths, _), others_key in zip(layout, others_keys)] + [dependents])
         if run_key in memo.runs:  # the very same run as before: its result, nothing else loaded
             return [_results_of(paths, stored) for (paths, _), stored in zip(layout, memo.runs[run_key])]
-        known = _with_known_others(layout, others_keys, selection_for, max_file_size, cache_dir, dependents)
+        known = _with_known_others(layout, others_keys, selection_for, max_file_size, cache_dir, dependents,
+                                   annotate_fixes)
         if known is not None:  # a few files of a project whose other files are as last time
-            memo.save(run_key, [_stored_results(known)])
+            if annotate_fixes:
+                memo.save(run_key, [_stored_results(known)])
             return [known]
     with gc_paused():
         cache = Cache.load(cache_dir) if cache_dir else None
@@ -118,14 +124,15 @@ def lint_projects(
             spans.append((range(start, start + len(paths)), range(start, len(states))))
         unread = _summaries_from_cache(states, cache, stats)
         pool = WorkerPool(jobs if len(unread) >= PARALLEL_THRESHOLD else 1, len(states),
-                          make_state=partial(Pipeline, max_file_size, hashing=cache is not None),
+                          make_state=partial(Pipeline, max_file_size, annotate_fixes, hashing=cache is not None),
                           preload=load_the_analysis)
         try:
             _summarize(states, unread, pool, cache, stats)
             results = []
             for linted, everything in spans:
                 project = _gather_project_facts(states, pool, cache, everything)
-                results.append(_lint_all(states, selection_for, project, pool, cache, linted))
+                results.append(_lint_all(states, selection_for, project, pool, cache, linted,
+                                         store=annotate_fixes))
                 if dependents:
                     others = range(linted.stop, everything.stop)
                     results[-1] += _dependent_results(states, linted, others, project, selection_for, pool, cache)
@@ -135,7 +142,7 @@ def lint_projects(
             OthersFacts.remember(cache_dir, others_keys[0], states[len(layout[0][0]):], project)
     if cache is not None:
         cache.save()
-    if memo is not None and not any(result.internal_errors for group in results for result in group):
+    if memo is not None and annotate_fixes and not any(result.internal_errors for group in results for result in group):
         memo.save(run_key, [_stored_results(group) for group in results])
     return results
 
@@ -184,7 +191,8 @@ class OthersFacts:
 
 def _with_known_others(layout: list[tuple[list[str], list[str]]], others_keys: list[str],
                        selection_for: Callable[[str], RuleFilter], max_file_size: Optional[int],
-                       cache_dir: str, dependents: bool = False) -> Optional[list[FileResult]]:
+                       cache_dir: str, dependents: bool = False,
+                       annotate_fixes: bool = True) -> Optional[list[FileResult]]:
     """The results of a run of a few files of a project whose other files are unchanged since a
     run of the same kind (``OthersFacts``): only the few files are read; None when that does not
     apply, or when their facts change the project's Function names (then the whole gathering
@@ -195,7 +203,7 @@ def _with_known_others(layout: list[tuple[list[str], list[str]]], others_keys: l
     if not isinstance(known, OthersFacts):
         return None
     states = [_State(path) for path in layout[0][0]]
-    pool = WorkerPool(1, len(states), make_state=partial(Pipeline, max_file_size, hashing=False),
+    pool = WorkerPool(1, len(states), make_state=partial(Pipeline, max_file_size, annotate_fixes, hashing=False),
                       preload=load_the_analysis)
     try:
         _summarize(states, list(range(len(states))), pool, None, {})
@@ -543,8 +551,9 @@ def _matters(summary: TextSummary, project: ProjectFacts) -> bool:
 # --- step 3: lint ---------------------------------------------------------------------------
 
 def _lint_all(states: list[_State], selection_for: Callable[[str], RuleFilter], project: ProjectFacts,
-              pool: WorkerPool, cache: Optional[Cache], linted: Sequence[int]) -> list[FileResult]:
-    """The results of the files ``linted`` (indexes among ``states``), in that order."""
+              pool: WorkerPool, cache: Optional[Cache], linted: Sequence[int], store: bool = True) -> list[FileResult]:
+    """The results of the files ``linted`` (indexes among ``states``), in that order. ``store``:
+    put new results in the cache (not those without ``fix_available``)."""
     fingerprint = project.fingerprint() if cache is not None else ""
     results: dict[int, FileResult] = {}
     todo: list[tuple[int, tuple[str, frozenset[str]]]] = []
@@ -567,7 +576,7 @@ def _lint_all(states: list[_State], selection_for: Callable[[str], RuleFilter], 
     pool.balance(costs)  # files whose facts came from the cache
     for i, result in pool.run(Pipeline.lint, todo, {i: sum(c) for i, c in costs.items()}, project).items():
         results[i] = result
-        if cache is not None and not result.internal_errors:
+        if cache is not None and store and not result.internal_errors:
             cache.put(cache.results, keys[i], _with_path(result, ""))
     return [results[i] for i in linted]
 

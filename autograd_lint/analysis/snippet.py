@@ -13,7 +13,8 @@ from contextlib import contextmanager
 from typing import Iterator, Optional
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+
+from autograd_lint.analysis.positions import Position, node_positions
 
 
 @dataclass(frozen=True)
@@ -31,15 +32,14 @@ class SnippetTree:
 
     def __init__(self, module: cst.Module) -> None:
         self.module = module
-        self._positions = None
+        self._positions: Optional[dict[cst.CSTNode, Position]] = None
 
     @property
-    def positions(self):
+    def positions(self) -> dict[cst.CSTNode, Position]:
         if self._positions is None:
             # Computing positions re-generates the code of the whole class: only worth it for the
             # few classes that have findings, so it waits until a rule asks.
-            wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
-            self._positions = wrapper.resolve(PositionProvider)
+            self._positions = node_positions(self.module)
         return self._positions
 
 
@@ -58,13 +58,12 @@ class ParsedClass:
         self._dedented_lines = dedented_lines
 
     def span(self, node: cst.CSTNode) -> Span:
-        code_range: CodeRange = self._tree.positions[node]
-        start, end = code_range.start, code_range.end
+        line, column, end_line, end_column = self._tree.positions[node]
         return Span(
-            line=start.line + self._line_offset,
-            column=start.column + 1 + self._shift(start.line),
-            end_line=end.line + self._line_offset,
-            end_column=end.column + 1 + self._shift(end.line),
+            line=line + self._line_offset,
+            column=column + 1 + self._shift(line),
+            end_line=end_line + self._line_offset,
+            end_column=end_column + 1 + self._shift(end_line),
         )
 
     def _shift(self, snippet_line: int) -> int:

@@ -115,11 +115,12 @@ def fix_file(path: str, findings: list[Finding], selection, unsafe: bool, data: 
     result = FileFix(path, before=text, encoding=encoding)
     current = text
     source = SourceFile(path, text=text)
+    module: Optional[cst.Module] = None  # the libcst tree of ``current``, once parsed
     for _ in range(MAX_ROUNDS):
-        applied, new_text = _one_round(source, findings, unsafe, result.fixer_failures)
+        applied, new_text = _one_round(source, findings, unsafe, result.fixer_failures, module)
         if not applied or new_text == current:
             break
-        problem = _verify(path, new_text, encoding)
+        problem, module = _verify(path, new_text, encoding)
         if problem:
             codes = ", ".join(sorted({f.code for f in applied}))
             return FileFix(path, before=text, error=f"fix for {codes} {problem}; file left unchanged",
@@ -134,7 +135,9 @@ def fix_file(path: str, findings: list[Finding], selection, unsafe: bool, data: 
 
 
 def _one_round(source: SourceFile, findings: list[Finding], unsafe: bool,
-               failures: list[str]) -> tuple[list[Finding], str]:
+               failures: list[str], module: Optional[cst.Module] = None) -> tuple[list[Finding], str]:
+    """``module``: the libcst tree of ``source``'s text when the caller has parsed it (the check
+    of the last round's result), so that this round does not parse it again."""
     fixable = sorted(f for f in findings if f.code in FIXERS)
     if not fixable:
         return [], source.text
@@ -142,7 +145,7 @@ def _one_round(source: SourceFile, findings: list[Finding], unsafe: bool,
     # findings all have no fix (decided on the model and the classes' own trees) never pays
     # for it. A file libcst cannot parse whole gets no fix rather than a wrong one (its
     # grammar lags CPython's); what the fixers said before that is dropped with the round.
-    context = FixContext(source)
+    context = FixContext(source, module=module)
     accepted = Round()
     applied = []
     round_failures: list[str] = []
@@ -163,16 +166,17 @@ def _span(context: FixContext, node: cst.CSTNode):
     return (line, column), (end_line, end_column)
 
 
-def _verify(path: str, text: str, encoding: str) -> Optional[str]:
-    """None when ``text`` is a module Python and libcst both accept; else why not."""
+def _verify(path: str, text: str, encoding: str) -> tuple[Optional[str], Optional[cst.Module]]:
+    """(None, its libcst tree) when ``text`` is a module Python and libcst both accept; else
+    (why not, None). The tree serves the next round."""
     try:
-        cst.parse_module(text)
+        module = cst.parse_module(text)
         compile(text.encode(encoding), path, "exec", dont_inherit=True)
     except UnicodeEncodeError:
-        return f"would not encode as {encoding}"
+        return f"would not encode as {encoding}", None
     except (cst.ParserSyntaxError, SyntaxError, ValueError):
-        return "would not parse"
-    return None
+        return "would not parse", None
+    return None, module
 
 
 def _lint_alone(source: SourceFile, selection) -> list[Finding]:
