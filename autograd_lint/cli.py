@@ -142,10 +142,11 @@ def _run(args: argparse.Namespace) -> int:
 
         max_file_size = args.max_file_size or config.max_file_size or DEFAULT_MAX_FILE_SIZE
         projects = _Projects(config, spec, paths, discovered)
-        # --diff prints the fixes the driver finds itself; nothing reads the lint's fix_available.
+        # --fix and --diff: the fix driver asks the fixers itself, and sets fix_available from
+        # their answers where it reports the lint's results (fix.driver.process).
         results = _lint(discovered.files, selection_for, max_file_size, _jobs_for(args.jobs),
                         _cache_dir(args, config), discovered.stats, projects, _wants_dependents(args, paths),
-                        annotate_fixes=not args.diff)
+                        annotate_fixes=not (args.fix or args.diff))
         fix_lines: list[str] = []
         if args.fix or args.diff:  # the fixers (and libcst) load only when asked for
             from autograd_lint.fix.driver import process as process_fixes
