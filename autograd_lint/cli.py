@@ -146,8 +146,11 @@ def _run(args: argparse.Namespace) -> int:
 
         max_file_size = args.max_file_size or config.max_file_size or DEFAULT_MAX_FILE_SIZE
         projects = _Projects(config, spec, paths, discovered)
+        # --fix and --diff: the fix driver asks the fixers itself, and sets fix_available from
+        # their answers where it reports the lint's results (fix.driver.process).
         results = _lint(discovered.files, selection_for, max_file_size, _jobs_for(args.jobs),
-                        _cache_dir(args, config), discovered.stats, projects, _wants_dependents(args, paths))
+                        _cache_dir(args, config), discovered.stats, projects, _wants_dependents(args, paths),
+                        annotate_fixes=not (args.fix or args.diff))
         fix_lines: list[str] = []
         if args.fix or args.diff:  # the fixers (and libcst) load only when asked for
             from autograd_lint.fix.driver import process as process_fixes
@@ -475,9 +478,10 @@ def _wants_dependents(args: argparse.Namespace, paths: list[str]) -> bool:
 
 def _lint(files: list[str], selection_for: RulesPerFile, max_file_size: int, jobs: int,
           cache_dir: Optional[str], stats: Optional[dict] = None, projects: Optional[_Projects] = None,
-          dependents: bool = False) -> list:
+          dependents: bool = False, annotate_fixes: bool = True) -> list:
     """One engine run: each file is judged with the facts of its own project. ``dependents``:
-    the results of the project files that depend on them follow (``engine.lint_paths``)."""
+    the results of the project files that depend on them follow (``engine.lint_paths``).
+    ``annotate_fixes``: set ``fix_available`` (``engine.lint_projects``)."""
     from autograd_lint.engine import lint_projects
 
     groups: dict[Optional[str], list[int]] = {}
@@ -495,7 +499,7 @@ def _lint(files: list[str], selection_for: RulesPerFile, max_file_size: int, job
         layout.append((group, project_paths))
         all_stats = {**project_stats, **all_stats}
     found = lint_projects(layout, selection_for, max_file_size, jobs=jobs, cache_dir=cache_dir, stats=all_stats,
-                          dependents=dependents and projects is not None)
+                          dependents=dependents and projects is not None, annotate_fixes=annotate_fixes)
     results: list = [None] * len(files)
     depending: list = []
     for indexes, group_results in zip(groups.values(), found):

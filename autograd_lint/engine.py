@@ -74,12 +74,16 @@ def lint_projects(
     cache_dir: Optional[str] = None,
     stats: Optional[dict[str, os.stat_result]] = None,
     dependents: bool = False,
+    annotate_fixes: bool = True,
 ) -> list[list[FileResult]]:
     """``lint_paths`` for the files of several projects in one run (the CLI given files of
     several subprojects): ``groups`` holds, per project, the files to lint and the project's
     files. One cache, one worker pool: every file is read in one parallel step, and each
     project's facts judge its own files only. ``dependents``: as ``lint_paths``'s (each
-    project's list then holds its given files' results, then its dependents')."""
+    project's list then holds its given files' results, then its dependents').
+    ``annotate_fixes``: False when nothing will read ``fix_available`` (``--diff``: the fix
+    driver asks the fixers itself); such results are not stored in the cache, whose results
+    must carry it (results read from it do: more than asked for)."""
     stats = stats or {}
     layout = [(list(paths), _others(paths, project_paths)) for paths, project_paths in groups]
     memo, run_key = None, ""
@@ -93,14 +97,17 @@ def lint_projects(
             return [_results_of(paths, stored) for (paths, _), stored in zip(layout, memo.runs[run_key])]
         from autograd_lint.run_steps import with_known_others
 
-        known = with_known_others(layout, others_keys, selection_for, max_file_size, cache_dir, dependents)
+        known = with_known_others(layout, others_keys, selection_for, max_file_size, cache_dir, dependents,
+                                  annotate_fixes)
         if known is not None:  # a few files of a project whose other files are as last time
-            memo.save(run_key, [_stored_results(known)])
+            if annotate_fixes:
+                memo.save(run_key, [_stored_results(known)])
             return [known]
     from autograd_lint.run_steps import lint_layout
 
-    results = lint_layout(layout, selection_for, max_file_size, jobs, cache_dir, stats, dependents, others_keys)
-    if memo is not None and not any(result.internal_errors for group in results for result in group):
+    results = lint_layout(layout, selection_for, max_file_size, jobs, cache_dir, stats, dependents, others_keys,
+                          annotate_fixes)
+    if memo is not None and annotate_fixes and not any(result.internal_errors for group in results for result in group):
         memo.save(run_key, [_stored_results(group) for group in results])
     return results
 

@@ -73,8 +73,9 @@ class OthersFacts:
 
 
 def with_known_others(layout: list[tuple[list[str], list[str]]], others_keys: list[str],
-                       selection_for: Callable[[str], RuleFilter], max_file_size: Optional[int],
-                       cache_dir: str, dependents: bool = False) -> Optional[list[FileResult]]:
+                      selection_for: Callable[[str], RuleFilter], max_file_size: Optional[int],
+                      cache_dir: str, dependents: bool = False,
+                      annotate_fixes: bool = True) -> Optional[list[FileResult]]:
     """The results of a run of a few files of a project whose other files are unchanged since a
     run of the same kind (``OthersFacts``): only the few files are read; None when that does not
     apply, or when their facts change the project's Function names (then the whole gathering
@@ -85,7 +86,7 @@ def with_known_others(layout: list[tuple[list[str], list[str]]], others_keys: li
     if not isinstance(known, OthersFacts):
         return None
     states = [_State(path) for path in layout[0][0]]
-    pool = WorkerPool(1, len(states), make_state=partial(Pipeline, max_file_size, hashing=False),
+    pool = WorkerPool(1, len(states), make_state=partial(Pipeline, max_file_size, annotate_fixes, hashing=False),
                       preload=load_the_analysis)
     try:
         _summarize(states, list(range(len(states))), pool, None, {})
@@ -112,9 +113,10 @@ def with_known_others(layout: list[tuple[list[str], list[str]]], others_keys: li
 
 def lint_layout(layout: list[tuple[list[str], list[str]]], selection_for: Callable[[str], RuleFilter],
                 max_file_size: Optional[int], jobs: int, cache_dir: Optional[str], stats: dict,
-                dependents: bool, others_keys: list[str]) -> list[list[FileResult]]:
+                dependents: bool, others_keys: list[str], annotate_fixes: bool = True) -> list[list[FileResult]]:
     """``engine.lint_projects``'s run when its memo does not know it: ``layout`` holds, per
-    project, the files to lint and its other files; ``others_keys``, their stamps' key."""
+    project, the files to lint and its other files; ``others_keys``, their stamps' key;
+    ``annotate_fixes``: as ``lint_projects``'s."""
     with gc_paused():
         cache = Cache.load(cache_dir) if cache_dir else None
         states: list[_State] = []
@@ -125,14 +127,15 @@ def lint_layout(layout: list[tuple[list[str], list[str]]], selection_for: Callab
             spans.append((range(start, start + len(paths)), range(start, len(states))))
         unread = _summaries_from_cache(states, cache, stats)
         pool = WorkerPool(jobs if len(unread) >= PARALLEL_THRESHOLD else 1, len(states),
-                          make_state=partial(Pipeline, max_file_size, hashing=cache is not None),
+                          make_state=partial(Pipeline, max_file_size, annotate_fixes, hashing=cache is not None),
                           preload=load_the_analysis)
         try:
             _summarize(states, unread, pool, cache, stats)
             results = []
             for linted, everything in spans:
                 project = _gather_project_facts(states, pool, cache, everything)
-                results.append(_lint_all(states, selection_for, project, pool, cache, linted))
+                results.append(_lint_all(states, selection_for, project, pool, cache, linted,
+                                         store=annotate_fixes))
                 if dependents:
                     others = range(linted.stop, everything.stop)
                     results[-1] += _dependent_results(states, linted, others, project, selection_for, pool, cache)
@@ -401,8 +404,9 @@ def _matters(summary: TextSummary, project: ProjectFacts) -> bool:
 # --- step 3: lint ---------------------------------------------------------------------------
 
 def _lint_all(states: list[_State], selection_for: Callable[[str], RuleFilter], project: ProjectFacts,
-              pool: WorkerPool, cache: Optional[Cache], linted: Sequence[int]) -> list[FileResult]:
-    """The results of the files ``linted`` (indexes among ``states``), in that order."""
+              pool: WorkerPool, cache: Optional[Cache], linted: Sequence[int], store: bool = True) -> list[FileResult]:
+    """The results of the files ``linted`` (indexes among ``states``), in that order. ``store``:
+    put new results in the cache (not those without ``fix_available``)."""
     fingerprint = project.fingerprint() if cache is not None else ""
     results: dict[int, FileResult] = {}
     todo: list[tuple[int, tuple[str, frozenset[str]]]] = []
@@ -425,7 +429,7 @@ def _lint_all(states: list[_State], selection_for: Callable[[str], RuleFilter], 
     pool.balance(costs)  # files whose facts came from the cache
     for i, result in pool.run(Pipeline.lint, todo, {i: sum(c) for i, c in costs.items()}, project).items():
         results[i] = result
-        if cache is not None and not result.internal_errors:
+        if cache is not None and store and not result.internal_errors:
             cache.put(cache.results, keys[i], _with_path(result, ""))
     return [results[i] for i in linted]
 

@@ -462,13 +462,18 @@ _PLAIN_BASES = frozenset({"object", "typing.Generic", "typing.Protocol", "abc.AB
 
 def _mixin_methods(info: ClassInfo, classes: list[ClassInfo]) -> Optional[set[str]]:
     """``ClassInfo.mixin_methods`` of the Function class ``info``."""
-    earlier = {c.name: c for c in classes[: classes.index(info)]}
+    earlier: Optional[dict[str, ClassInfo]] = None
     methods: set[str] = set()
     for base, qualified in zip(info.bases, info.qualified_bases):
         if base in info.function_bases or qualified in FUNCTION_BASES:
             break  # bases after the first Function base come after it in the method order
         if qualified in _PLAIN_BASES or qualified.split("[", 1)[0] in _PLAIN_BASES:
             continue
+        if earlier is None:
+            # Only for a class with a mixin: building it for every class (and finding the class
+            # by equality) cost quadratic time on a file of many Function classes.
+            position = next(i for i, c in enumerate(classes) if c is info)
+            earlier = {c.name: c for c in classes[:position]}
         mixin = earlier.get(base)  # (a Function class defined earlier is a Function base: the break above)
         if mixin is None:
             return None

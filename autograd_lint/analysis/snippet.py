@@ -14,7 +14,8 @@ from contextlib import contextmanager
 from typing import Iterator, Optional
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+
+from autograd_lint.analysis.positions import Position, node_positions
 
 
 @dataclass(frozen=True)
@@ -32,15 +33,14 @@ class SnippetTree:
 
     def __init__(self, module: cst.Module) -> None:
         self.module = module
-        self._positions = None
+        self._positions: Optional[dict[cst.CSTNode, Position]] = None
 
     @property
-    def positions(self):
+    def positions(self) -> dict[cst.CSTNode, Position]:
         if self._positions is None:
             # Computing positions re-generates the code of the whole class: only worth it for the
             # few classes that have findings, so it waits until a rule asks.
-            wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
-            self._positions = wrapper.resolve(PositionProvider)
+            self._positions = node_positions(self.module)
         return self._positions
 
 
@@ -59,13 +59,12 @@ class ParsedClass:
         self._dedented_lines = dedented_lines
 
     def span(self, node: cst.CSTNode) -> Span:
-        code_range: CodeRange = self._tree.positions[node]
-        start, end = code_range.start, code_range.end
+        line, column, end_line, end_column = self._tree.positions[node]
         return Span(
-            line=start.line + self._line_offset,
-            column=start.column + 1 + self._shift(start.line),
-            end_line=end.line + self._line_offset,
-            end_column=end.column + 1 + self._shift(end.line),
+            line=line + self._line_offset,
+            column=column + 1 + self._shift(line),
+            end_line=end_line + self._line_offset,
+            end_column=end_column + 1 + self._shift(end_line),
         )
 
     def _shift(self, snippet_line: int) -> int:
@@ -83,8 +82,10 @@ class RemoteClass(ParsedClass):
         return Span(0, 0, 0, 0)
 
 
-def parse_class(lines: list[str], node: ast.ClassDef) -> ParsedClass:
+def parse_class(lines: list[str], node: ast.ClassDef, taken: Optional[set[SnippetTree]] = None) -> ParsedClass:
     """Parse the class ``node`` (from the ast index) out of the file's ``lines`` with libcst.
+    ``taken``: the trees the file's other classes use (updated here): a remembered
+    tree serves one class of a file only.
 
     Raises ``cst.ParserSyntaxError`` if libcst cannot parse it.
     """
@@ -103,18 +104,25 @@ def parse_class(lines: list[str], node: ast.ClassDef) -> ParsedClass:
     source = "".join(snippet_lines)
     if not source.endswith("\n"):
         source += "\n"
-    # Keyed by where the class starts too: two classes of one file with the same text (a
-    # helper class defined alike in two test functions) keep trees of their own.
-    key = (first, source)
-    tree = _REMEMBERED.get(key)
+    # Keyed by the text and its rank among the file's classes of that text (not by its line: a
+    # fix that adds lines to one class moves all those below it, which stay as they were).
+    # Two classes of one file with the same text (a helper class defined alike in two test
+    # functions) keep trees of their own: the model maps nodes to what they mean.
+    taken = set() if taken is None else taken
+    rank = 0
+    tree = _REMEMBERED.get((rank, source))
+    while tree is not None and tree in taken:
+        rank += 1
+        tree = _REMEMBERED.get((rank, source))
     if tree is None:
         tree = SnippetTree(cst.parse_module(source))
-        _REMEMBERED.put(key, tree)
+        _REMEMBERED.put((rank, source), tree)
+    taken.add(tree)
     return ParsedClass(tree.module, first - 1, indent, frozenset(dedented), tree)
 
 
 class _RememberedTrees:
-    """Class trees by their first line and snippet's text, the oldest dropped beyond ``limit``
+    """Class trees by (rank, snippet's text) (``parse_class``), the oldest dropped beyond ``limit``
     characters of text; on only inside ``remember_class_trees`` (``limit`` 0: off)."""
 
     def __init__(self) -> None:
@@ -146,7 +154,7 @@ _REMEMBERED = _RememberedTrees()
 @contextmanager
 def remember_class_trees(limit: int = 1_000_000) -> Iterator[None]:
     """Keep the libcst tree (and positions) of each class parsed from now on, for any file of
-    this process whose class has the very same text on the same lines. For ``--fix``/``--diff``, which lint the
+    this process whose class has the very same text (on any lines). For ``--fix``/``--diff``, which lint the
     same text several times (the run's lint, each round's file, the lint after writing it), and
     where most classes come through a round unchanged: each one is then parsed, and its
     positions computed, once. Trees are never changed, so sharing them is safe (as for

@@ -60,6 +60,7 @@ class SourceFile:
         # libcst trees by (line, column) of their `class` statement, and module-level functions
         # by name: parsed once, whichever analysis of the file asks (a tree is never changed).
         self._parsed_classes: dict[tuple[int, int], ParsedClass] = {}
+        self._trees_taken: set = set()  # the class trees its classes use (``snippet.parse_class``)
         self._module_functions: dict[str, Optional[Method]] = {}
         self._top_level_defs: Optional[dict[str, list[int]]] = None  # name -> lines (snippet.top_level_defs)
 
@@ -230,7 +231,7 @@ class SourceFile:
         key = (node.lineno, node.col_offset)
         parsed = self._parsed_classes.get(key)
         if parsed is None:
-            parsed = self._parsed_classes[key] = parse_class(self.lines, node)
+            parsed = self._parsed_classes[key] = parse_class(self.lines, node, self._trees_taken)
         return parsed
 
     def module_function(self, name: str) -> Optional[Method]:

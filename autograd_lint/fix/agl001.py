@@ -60,8 +60,7 @@ def _without(comment: str, unused: set[str]) -> str:
 
 
 def _trailing_whitespace_of(context: FixContext, comment: cst.Comment) -> Optional[cst.TrailingWhitespace]:
-    line = context.start(comment)[0]
-    for node in context.positions:
-        if isinstance(node, cst.TrailingWhitespace) and node.comment is comment and context.start(node)[0] == line:
+    for node in context.nodes_on_line(context.start(comment)[0]):
+        if isinstance(node, cst.TrailingWhitespace) and node.comment is comment:
             return node
     return None

@@ -7,8 +7,9 @@ with the findings and other files cost nothing more.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import replace
-from typing import Optional
+from typing import Iterator, Optional
 
 import libcst as cst
 
@@ -26,6 +27,10 @@ def annotate(source: SourceFile, findings: list[Finding], focus: bool = True) ->
     checks it on every fixture). The file's ``ast`` and the libcst trees of its Function
     classes are the ones the lint made (``source``), not made again."""
     fixable = [f for f in findings if f.code in FIXERS]
+    known = _ANSWERS.get((source.path, source.text)) if _ANSWERS.on and fixable else None
+    if known is not None and all(f in known for f in fixable):
+        return [replace(f, fix_available=True, fix_safe=known[f]) if known.get(f) is not None else f
+                for f in findings]
     try:
         whole = FixContext(source)
         context = whole.focused(fixable) if focus else whole
@@ -43,6 +48,39 @@ def annotate(source: SourceFile, findings: list[Finding], focus: bool = True) ->
             finding = replace(finding, fix_available=True, fix_safe=fix.safe)
         annotated.append(finding)
     return annotated
+
+
+class _Answers(dict):
+    """What the fixers answered (None: no fix; else whether it is safe) for the findings of a
+    text, by (path, text): ``--fix`` asks them for every fixable finding of the text it ends
+    with, and of the text it started from."""
+
+    on = False
+
+
+_ANSWERS = _Answers()
+
+
+@contextmanager
+def remember_answers() -> Iterator[None]:
+    """Within: ``annotate`` takes the fixers' answers that ``remember`` kept for the very same
+    path, text and findings rather than asking them again (``--fix``: the lint after writing
+    the files, and the run's own lint, which did not ask, for a file left unchanged). An answer
+    depends on nothing else: the fixers read the file alone (``FixContext.analysis``), and a
+    whole-module context answers as a focused one does (tests/test_fix_focus.py)."""
+    _ANSWERS.clear()
+    _ANSWERS.on = True
+    try:
+        yield
+    finally:
+        _ANSWERS.clear()
+        _ANSWERS.on = False
+
+
+def remember(path: str, text: str, answers: dict[Finding, Optional[bool]]) -> None:
+    """Keep the fixers' ``answers`` for the findings of ``text`` (only inside ``remember_answers``)."""
+    if _ANSWERS.on:
+        _ANSWERS[(path, text)] = answers
 
 
 def fix_for(context: FixContext, finding: Finding, failures: Optional[list[str]] = None) -> Optional[Fix]:

@@ -19,10 +19,10 @@ from functools import cached_property
 from typing import Optional, TypeVar
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from autograd_lint.analysis.class_model import FunctionModel, Method
 from autograd_lint.analysis.module import ModuleAnalysis
+from autograd_lint.analysis.positions import Position, node_positions
 from autograd_lint.analysis.project import ProjectFacts
 from autograd_lint.analysis.source_file import SourceFile
 from autograd_lint.analysis.syntax import code_children, source_lines
@@ -41,15 +41,19 @@ WHOLE_MODULE_CODES = frozenset(code for code, info in RULES.items() if info.fix_
 
 class FixContext:
     def __init__(self, source: SourceFile, focus: Optional[list[tuple[int, int]]] = None,
-                 whole: Optional["FixContext"] = None) -> None:
+                 whole: Optional["FixContext"] = None, module: Optional[cst.Module] = None) -> None:
         """``focus``: (first line, last line) ranges, each a whole class statement; the libcst
         tree then holds only those lines (see the module docstring). libcst parses on first
         use of ``module``, which raises ``cst.ParserSyntaxError`` if it cannot. ``whole``: the
-        file's unfocused context, whose model a focused one shares (``focused``)."""
+        file's unfocused context, whose model a focused one shares (``focused``). ``module``:
+        the whole file's libcst tree, when the caller has parsed the text already."""
+        if module is not None and focus is None:
+            self.__dict__["module"] = module  # what the cached property would parse
         self.source = source
         self.focus = focus
         self._whole = whole  # None for the whole context itself (no reference cycle to itself)
-        self._starts: Optional[dict[tuple[int, int], list[cst.CSTNode]]] = None
+        self._starts: Optional[dict[tuple[int, int], list[cst.CSTNode]]] = None  # nodes by where they start
+        self._on_line: dict[int, list[cst.CSTNode]] = {}  # nodes by the line they start on
         self._line_offset = 0  # lines of the file before the first line the libcst tree holds
         self.module_error: Optional[BaseException] = None  # why ``module`` could not be parsed
 
@@ -79,13 +83,10 @@ class FixContext:
             raise
 
     @cached_property
-    def _wrapper(self) -> MetadataWrapper:
-        # unsafe_skip_copy: positions must be keyed by the very nodes the fixers replace.
-        return MetadataWrapper(self.module, unsafe_skip_copy=True)
-
-    @cached_property
-    def positions(self):
-        return self._wrapper.resolve(PositionProvider)
+    def positions(self) -> dict[cst.CSTNode, Position]:
+        """Each node of ``module`` and its (line, column, end line, end column) in the libcst
+        tree (0-based columns; lines before the tree's first are not counted: ``start``)."""
+        return node_positions(self.module)
 
     def focused(self, findings: list[Finding]) -> "FixContext":
         """A context whose libcst tree holds only the classes of ``findings`` (self when one of
@@ -98,13 +99,13 @@ class FixContext:
     # --- positions ------------------------------------------------------------------------
     def start(self, node: cst.CSTNode) -> tuple[int, int]:
         """(line, 1-based character column) where ``node`` starts."""
-        position = self.positions[node].start
-        return position.line + self._line_offset, position.column + 1
+        line, column, _, _ = self.positions[node]
+        return line + self._line_offset, column + 1
 
     def span(self, node: cst.CSTNode) -> tuple[int, int, int, int]:
-        code_range = self.positions[node]
+        line, column, end_line, end_column = self.positions[node]
         offset = self._line_offset
-        return code_range.start.line + offset, code_range.start.column, code_range.end.line + offset, code_range.end.column
+        return line + offset, column, end_line + offset, end_column
 
     def node_at(self, kind: type[NodeT], line: int, column: int, byte_column: bool = False) -> Optional[NodeT]:
         """The outermost node of type ``kind`` starting at (line, 1-based column)."""
@@ -113,14 +114,26 @@ class FixContext:
 
     def nodes_at(self, kind: type[NodeT], line: int, column: int, byte_column: bool = False) -> list[NodeT]:
         """Every node of type ``kind`` starting at (line, 1-based column), outermost first."""
-        if self._starts is None:
-            self._starts = {}
-            for node in self.positions:
-                self._starts.setdefault(self.start(node), []).append(node)
         if byte_column:
             column = self._char_column(line, column)
-        candidates = [n for n in self._starts.get((line, column), []) if isinstance(n, kind)]
+        candidates = [n for n in self._index_of_starts().get((line, column), []) if isinstance(n, kind)]
         return sorted(candidates, key=lambda n: self.span(n)[2:], reverse=True)
+
+    def nodes_on_line(self, line: int) -> list[cst.CSTNode]:
+        """Every node that starts on ``line``, in the tree's order (outer before inner)."""
+        self._index_of_starts()
+        return self._on_line.get(line, [])
+
+    def _index_of_starts(self) -> dict[tuple[int, int], list[cst.CSTNode]]:
+        # One pass over the positions for all the lookups of a context: a fixer that scanned
+        # them for each finding made a file of many suppression comments cost quadratic time.
+        if self._starts is None:
+            self._starts, self._on_line = {}, {}
+            for node in self.positions:
+                start = self.start(node)
+                self._starts.setdefault(start, []).append(node)
+                self._on_line.setdefault(start[0], []).append(node)
+        return self._starts
 
     def _char_column(self, line: int, byte_column: int) -> int:
         if not 1 <= line <= len(self.lines):

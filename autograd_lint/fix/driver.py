@@ -17,7 +17,7 @@ import argparse
 import io
 import sys
 import tokenize
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Optional, TextIO
 
 import libcst as cst
@@ -25,7 +25,7 @@ import libcst as cst
 from autograd_lint.analysis.source_file import SourceFile
 from autograd_lint.engine import lint_text
 from autograd_lint.findings import Finding
-from autograd_lint.fix.available import fix_for
+from autograd_lint.fix.available import annotate, fix_for, remember, remember_answers
 from autograd_lint.fix.context import FixContext
 from autograd_lint.fix.edits import Round
 from autograd_lint.fix.options import FixOptions, fix_counts
@@ -61,8 +61,15 @@ class Outcome:
 
 def process(results: list, args: argparse.Namespace, selection_for, relint: Callable[[], list],
             out: TextIO, err: TextIO) -> Outcome:
-    """Fix (``--fix``) or diff (``--diff``). ``results`` come from the engine, which has already
-    set ``fix_available`` (and ``fix_safe``) on each finding."""
+    """Fix (``--fix``) or diff (``--diff``). ``results`` come from the engine, without
+    ``fix_available``: the fixers are asked here, and what they answer sets it (for a file left
+    as it was) or spares asking them again (the lint after writing: ``remember_answers``)."""
+    with remember_answers():
+        return _process(results, args, selection_for, relint, out, err)
+
+
+def _process(results: list, args: argparse.Namespace, selection_for, relint: Callable[[], list],
+             out: TextIO, err: TextIO) -> Outcome:
     options = FixOptions.from_args(args)
     quiet = getattr(args, "quiet", False)
     file_fixes = [fix_file(result.path, result.findings, selection_for(result.path), options.unsafe)
@@ -85,12 +92,30 @@ def process(results: list, args: argparse.Namespace, selection_for, relint: Call
         write_atomically(file_fix.path, file_fix.after.encode(file_fix.encoding))
     if changed:
         results = relint()
+    else:
+        results = [_with_fix_available(result) for result in results]
     _, unsafe = fix_counts(results)
     fixed = sum(f.fixed for f in changed)
     remaining = sum(len(r.findings) for r in results)
     line = f"Fixed {fixed} finding{'' if fixed == 1 else 's'} ({remaining} remaining"
     line += f"; {unsafe} more fixable with --unsafe-fixes)" if unsafe and not options.unsafe else ")"
     return Outcome(results, [] if quiet else [line])
+
+
+def _with_fix_available(result):
+    """``result`` (of a file --fix left as it was) with ``fix_available`` set, from the fixers'
+    answers on its text when they were asked (else asked now, as the lint would have)."""
+    if not any(f.code in FIXERS for f in result.findings):
+        return result
+    try:
+        source = SourceFile(result.path)
+        source.text  # noqa: B018 - read now: SourceError when it cannot be
+    except SourceError:
+        return result
+    try:
+        return replace(result, findings=annotate(source, result.findings))
+    except RecursionError:  # as the lint: nested too deeply for libcst, then no fix is offered
+        return result
 
 
 def fix_text(path: str, data: bytes, findings: list[Finding], selection, args: argparse.Namespace) -> FileFix:
@@ -115,11 +140,14 @@ def fix_file(path: str, findings: list[Finding], selection, unsafe: bool, data: 
     result = FileFix(path, before=text, encoding=encoding)
     current = text
     source = SourceFile(path, text=text)
+    module: Optional[cst.Module] = None  # the libcst tree of ``current``, once parsed
     for _ in range(MAX_ROUNDS):
-        applied, new_text = _one_round(source, findings, unsafe, result.fixer_failures)
+        applied, new_text, answers = _one_round(source, findings, unsafe, result.fixer_failures, module)
+        if answers is not None:
+            remember(path, current, answers)
         if not applied or new_text == current:
             break
-        problem = _verify(path, new_text, encoding)
+        problem, module = _verify(path, new_text, encoding)
         if problem:
             codes = ", ".join(sorted({f.code for f in applied}))
             return FileFix(path, before=text, error=f"fix for {codes} {problem}; file left unchanged",
@@ -134,28 +162,35 @@ def fix_file(path: str, findings: list[Finding], selection, unsafe: bool, data: 
 
 
 def _one_round(source: SourceFile, findings: list[Finding], unsafe: bool,
-               failures: list[str]) -> tuple[list[Finding], str]:
+               failures: list[str], module: Optional[cst.Module] = None,
+               ) -> tuple[list[Finding], str, Optional[dict[Finding, Optional[bool]]]]:
+    """The findings fixed, the new text, and what the fixers answered for each fixable finding
+    (None: no fix; else whether it is safe), None when they could not be asked. ``module``: the
+    libcst tree of ``source``'s text when the caller has parsed it (the check of the last
+    round's result), so that this round does not parse it again."""
     fixable = sorted(f for f in findings if f.code in FIXERS)
     if not fixable:
-        return [], source.text
+        return [], source.text, {}
     # The whole file's libcst tree is parsed when a fixer first needs it: a round whose
     # findings all have no fix (decided on the model and the classes' own trees) never pays
     # for it. A file libcst cannot parse whole gets no fix rather than a wrong one (its
     # grammar lags CPython's); what the fixers said before that is dropped with the round.
-    context = FixContext(source)
+    context = FixContext(source, module=module)
     accepted = Round()
     applied = []
+    answers: dict[Finding, Optional[bool]] = {}
     round_failures: list[str] = []
     try:
         for finding in fixable:
             fix = fix_for(context, finding, round_failures)
+            answers[finding] = fix.safe if fix is not None else None
             if fix is not None and (fix.safe or unsafe) and accepted.accept(fix, lambda n: _span(context, n)):
                 applied.append(finding)
         new_text = accepted.apply(context.module).code if applied else source.text
     except cst.ParserSyntaxError:  # the whole module's parse (fix_for lets that one through)
-        return [], source.text
+        return [], source.text, None
     failures.extend(line for line in round_failures if line not in failures)
-    return applied, new_text
+    return applied, new_text, answers
 
 
 def _span(context: FixContext, node: cst.CSTNode):
@@ -163,16 +198,17 @@ def _span(context: FixContext, node: cst.CSTNode):
     return (line, column), (end_line, end_column)
 
 
-def _verify(path: str, text: str, encoding: str) -> Optional[str]:
-    """None when ``text`` is a module Python and libcst both accept; else why not."""
+def _verify(path: str, text: str, encoding: str) -> tuple[Optional[str], Optional[cst.Module]]:
+    """(None, its libcst tree) when ``text`` is a module Python and libcst both accept; else
+    (why not, None). The tree serves the next round."""
     try:
-        cst.parse_module(text)
+        module = cst.parse_module(text)
         compile(text.encode(encoding), path, "exec", dont_inherit=True)
     except UnicodeEncodeError:
-        return f"would not encode as {encoding}"
+        return f"would not encode as {encoding}", None
     except (cst.ParserSyntaxError, SyntaxError, ValueError):
-        return "would not parse"
-    return None
+        return "would not parse", None
+    return None, module
 
 
 def _lint_alone(source: SourceFile, selection) -> list[Finding]:
