@@ -53,9 +53,13 @@ def _recording_client() -> LanguageClient:
         client.published.append(params)
         client.diagnostics[params.uri] = params.diagnostics
 
+    def register(client: LanguageClient, params: types.RegistrationParams) -> None:
+        client.registrations.extend(params.registrations)
+
     client = LanguageClient(converter_factory=default_converter)
-    client.published = []
-    register_lsp_features(client, {**DEFAULT_CLIENT_FEATURES, types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS: publish})
+    client.published, client.registrations = [], []
+    register_lsp_features(client, {**DEFAULT_CLIENT_FEATURES, types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS: publish,
+                                   types.CLIENT_REGISTER_CAPABILITY: register})
     return client
 
 
@@ -63,7 +67,8 @@ def _recording_client() -> LanguageClient:
                                               client_factory=_recording_client))
 async def client(lsp_client: LanguageClient):
     await lsp_client.initialize_session(types.InitializeParams(
-        capabilities=types.ClientCapabilities(),
+        capabilities=types.ClientCapabilities(workspace=types.WorkspaceClientCapabilities(
+            did_change_watched_files=types.DidChangeWatchedFilesClientCapabilities(dynamic_registration=True))),
         root_uri=REPO_ROOT.as_uri(),
     ))
     yield
@@ -274,6 +279,9 @@ async def test_a_changed_pyproject_is_read_again(client: LanguageClient, tmp_pat
     path.write_text(ONE_SAFE_FIX, encoding="utf-8")
     uri = _open(client, path)
     assert await _diagnostics(client, uri) == []
+    # The server asked to hear of changed settings files (editors report only what is asked).
+    (watch,) = [r for r in client.registrations if r.method == types.WORKSPACE_DID_CHANGE_WATCHED_FILES]
+    assert [w["globPattern"] for w in watch.register_options["watchers"]] == ["**/pyproject.toml"]
     settings.write_text("[tool.autograd-lint]\n", encoding="utf-8")
     client.diagnostics.pop(uri, None)
     client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(

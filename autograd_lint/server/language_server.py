@@ -52,6 +52,7 @@ SEVERITIES = {
     "info": types.DiagnosticSeverity.Information,
 }
 NOTHING_ENABLED = EnabledRules(frozenset())
+SETTINGS_WATCHER = "autograd-lint-pyproject-toml"
 
 
 @dataclass
@@ -300,6 +301,16 @@ def _wanted(kind: str, only: Optional[list]) -> bool:
 
 def build_server() -> AutogradLintServer:
     server = AutogradLintServer()
+
+    @server.feature(types.INITIALIZED)
+    def initialized(ls: AutogradLintServer, params: types.InitializedParams) -> None:
+        # Editors tell a server of files changed on disk only for the patterns it asks for.
+        watched = ls.client_capabilities.workspace and ls.client_capabilities.workspace.did_change_watched_files
+        if watched and watched.dynamic_registration:
+            ls.client_register_capability(types.RegistrationParams(registrations=[types.Registration(
+                id=SETTINGS_WATCHER, method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                register_options=types.DidChangeWatchedFilesRegistrationOptions(
+                    watchers=[types.FileSystemWatcher(glob_pattern="**/pyproject.toml")]))]))
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: AutogradLintServer, params: types.DidOpenTextDocumentParams) -> None:
