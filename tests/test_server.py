@@ -116,6 +116,7 @@ def _applied(text: str, edit: types.WorkspaceEdit, uri: str) -> str:
 
 
 async def _actions(client: LanguageClient, uri: str, where: types.Range) -> list[types.CodeAction]:
+    """Every code action the server offers on ``where`` (no ``only`` filter)."""
     return await client.text_document_code_action_async(types.CodeActionParams(
         text_document=types.TextDocumentIdentifier(uri=uri), range=where,
         context=types.CodeActionContext(diagnostics=[])))
@@ -187,6 +188,11 @@ async def test_unsafe_and_fix_all_actions_match_the_cli(client: LanguageClient, 
     (fix_all,) = [a for a in await _actions(client, uri, everything) if a.kind == "source.fixAll.autograd-lint"]
     assert _applied(safe.read_text(encoding="utf-8"), fix_all.edit, uri) == \
         (copies / safe.name).read_text(encoding="utf-8")
+    # What an editor asks on save ("source.fixAll" on save): that action alone.
+    on_save = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), range=everything,
+        context=types.CodeActionContext(diagnostics=[], only=[types.CodeActionKind.SourceFixAll])))
+    assert [a.title for a in on_save] == [fix_all.title]
 
 
 @pytest.mark.needs_engine

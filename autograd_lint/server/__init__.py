@@ -14,7 +14,7 @@ from typing import Sequence
 EXIT_ERROR = 2
 NEEDED = ("pygls", "lsprotocol")
 # No release of autograd-lint is published: the extra is installed from a clone.
-INSTALL_HINT = "pip install -e '.[server]' in a clone of autograd-lint"
+INSTALL_HINT = "from your clone of the repository, pip install -e '.[server]'"
 
 
 def main(argv: Sequence[str]) -> int:
@@ -25,8 +25,8 @@ def main(argv: Sequence[str]) -> int:
         return EXIT_ERROR
     missing = [name for name in NEEDED if importlib.util.find_spec(name) is None]
     if missing:
-        print(f"autograd-lint: error: the language server needs {' and '.join(missing)}, "
-              f"which are not installed: {INSTALL_HINT}", file=sys.stderr)
+        print(f"autograd-lint: error: the language server needs the server extra ({', '.join(NEEDED)}; "
+              f"missing here: {', '.join(missing)}); {INSTALL_HINT}", file=sys.stderr)
         return EXIT_ERROR
     from autograd_lint.server.language_server import serve
 

@@ -37,7 +37,10 @@ from autograd_lint.catalogue import RULES
 from autograd_lint.engine import lint_text
 from autograd_lint.explain import ExplainError, explain, page_path
 from autograd_lint.findings import Finding
+from autograd_lint.analysis.source_file import SourceFile
+from autograd_lint.fix.available import annotate
 from autograd_lint.fix.driver import fix_file
+from autograd_lint.fix.registry import FIXERS
 from autograd_lint.selection import EnabledRules
 from autograd_lint.suppression import noqa_code_span
 
@@ -62,6 +65,20 @@ class Linted:
 
     text: str
     findings: list[Finding]
+    # The file as the lint read it: its ast and Function classes' libcst trees, which the
+    # fixers read when code actions are first asked for.
+    source: Optional[SourceFile] = None
+    fixes_known: bool = False
+
+    def with_fixes(self) -> list[Finding]:
+        """The findings with ``fix_available``/``fix_safe`` set, as the CLI sets them. Asked
+        only for code actions: it takes about as long as the lint itself, and diagnostics, which
+        do not need it, are published without waiting for it."""
+        if not self.fixes_known:
+            if self.source is not None and any(f.code in FIXERS for f in self.findings):
+                self.findings = annotate(self.source, self.findings)
+            self.fixes_known = True
+        return self.findings
 
 
 class AutogradLintServer(LanguageServer):
@@ -83,12 +100,12 @@ class AutogradLintServer(LanguageServer):
         text = document.source
         self._show_config_error(path)
         try:
-            findings = _findings(path, text)
+            linted = _lint(path, text)
         except Exception as error:  # noqa: BLE001 - a bug of ours must not stop the server
             self.window_log_message(types.LogMessageParams(
                 types.MessageType.Error, f"autograd-lint: internal error on {path}: {type(error).__name__}: {error}"))
             return None
-        linted = Linted(text, findings)
+        findings = linted.findings
         self.linted[uri] = linted
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
             uri=uri, version=document.version, diagnostics=[_diagnostic(document, f) for f in findings]))
@@ -153,11 +170,15 @@ def _path_of(uri: str) -> Optional[str]:
     return path if path is not None and path.endswith((".py", ".pyi")) else None
 
 
-def _findings(path: str, text: str) -> list[Finding]:
-    """The CLI's findings for ``text`` as the file ``path`` (see the module's docstring)."""
+def _lint(path: str, text: str) -> Linted:
+    """The CLI's findings for ``text`` as the file ``path`` (see the module's docstring), their
+    fixes not yet asked for (``Linted.with_fixes``)."""
     project = flake8_plugin._project_of(path)
     selection = _selection(path, project is not None)
-    return lint_text(path, text, selection, project=project).findings
+    # As lint_text makes it (the project's cache keys the facts by the text's hash).
+    source = SourceFile(path, text=text, hashing=project is not None)
+    findings = lint_text(path, text, selection, project=project, annotate_fixes=False, source=source).findings
+    return Linted(text, findings, source)
 
 
 def _selection(path: str, in_a_project: bool) -> EnabledRules:
@@ -232,7 +253,7 @@ def _fix_action(uri: str, path: str, linted: Linted, finding: Finding,
 
 def _fix_all_action(uri: str, path: str, linted: Linted) -> Optional[types.CodeAction]:
     """``--fix`` on the buffer: every safe fix, to a fixed point, as the CLI writes it."""
-    if not any(f.fix_available and f.fix_safe for f in linted.findings):
+    if not any(f.fix_available and f.fix_safe for f in linted.with_fixes()):
         return None
     data = _encoded(linted.text)
     if data is None:
@@ -294,7 +315,10 @@ def _suppress_action(uri: str, document, finding: Finding,
 
 
 def _wanted(kind: str, only: Optional[list]) -> bool:
-    return not only or any(kind == str(o) or kind.startswith(f"{o}.") for o in only)
+    """Is an action of ``kind`` asked for? ``only``: the kinds the client asked for, each
+    with the kinds below it (``source.fixAll`` covers ``source.fixAll.autograd-lint``)."""
+    asked = [getattr(o, "value", o) for o in only or ()]  # the enum's members, or plain strings
+    return not asked or any(kind == o or kind.startswith(f"{o}.") for o in asked)
 
 
 # --- the server -------------------------------------------------------------------------------
@@ -354,8 +378,9 @@ def build_server() -> AutogradLintServer:
         document = ls.workspace.get_text_document(uri)
         only = params.context.only
         actions: list[types.CodeAction] = []
+        findings = linted.with_fixes()
         if _wanted(types.CodeActionKind.QuickFix.value, only):
-            for finding in linted.findings:
+            for finding in findings:
                 diagnostic = _diagnostic(document, finding)
                 if not _contains(params.range, diagnostic.range):
                     continue
