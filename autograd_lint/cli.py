@@ -62,8 +62,13 @@ def run() -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["server"]:  # the language server (an optional extra): not a path to lint
+        from autograd_lint.server import main as serve
+
+        return serve(argv[1:])
     try:
-        return _main(list(sys.argv[1:] if argv is None else argv))
+        return _main(argv)
     except (UsageError, ConfigError, SelectorError) as error:
         _error(str(error))
         return EXIT_ERROR

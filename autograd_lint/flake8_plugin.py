@@ -189,13 +189,14 @@ def _config_for(directory: str) -> "Config":
     from autograd_lint.config import ConfigError, empty_config, find_config, load_config
     from autograd_lint.selection import SelectorError
 
-    found = find_config(directory)
-    if found is not None:
-        try:
+    try:
+        # Finding the file parses it already (is its table there?): invalid TOML fails here.
+        found = find_config(directory)
+        if found is not None:
             # Unknown keys are the CLI's to warn about; an editor would repeat it on every file.
             return load_config(found, lambda message: None)
-        except (ConfigError, SelectorError, OSError) as error:
-            _warn_once(f"{error}; using the default rules")
+    except (ConfigError, SelectorError, OSError) as error:
+        _warn_once(f"{error}; using the default rules")
     return empty_config(directory)
 
 

@@ -2,7 +2,7 @@
 
 From the top down; a module may import from its own layer and the layers below it, never above:
 1. fronts: ``__main__``, ``cli``, ``flake8_plugin``, ``fix.driver`` (``--fix``), ``dynamic``
-   (``--dynamic``);
+   (``--dynamic``), ``server`` (``autograd-lint server``, the language server);
 2. ``engine``: which files each step sees, the cache;
 3. ``parallel``: the worker pool and the early helper;
 4. ``pipeline``: linting one file;
@@ -28,7 +28,7 @@ import pytest
 PACKAGE = "autograd_lint"
 FIX_DRIVER = "autograd_lint.fix.driver"
 FRONTS = {"autograd_lint.__main__", "autograd_lint.cli", "autograd_lint.flake8_plugin", FIX_DRIVER,
-          "autograd_lint.dynamic"}
+          "autograd_lint.dynamic", "autograd_lint.server", "autograd_lint.server.language_server"}
 
 
 def _build() -> grimp.ImportGraph:

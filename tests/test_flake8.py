@@ -158,6 +158,15 @@ def test_bad_config_warns_once_and_keeps_the_default_rules(plugin_registered, tm
     assert "Traceback" not in result.stderr
 
 
+def test_invalid_toml_warns_once_and_keeps_the_default_rules(plugin_registered, tmp_path: Path):
+    # Finding the settings parses the file: invalid TOML must not escape as an internal error.
+    write(tmp_path / "pyproject.toml", "[tool.autograd-lint]\nselect = [\n")
+    write(tmp_path / "a.py", BUGGY_SOURCE)
+    result = run_flake8("--select", "AGL", "-j", "1", "a.py", cwd=tmp_path)
+    assert parse(result.stdout) == {"a.py": [("AGL101", 9, 9), ("AGL201", 5, 9)]}
+    assert result.stderr.count("invalid TOML") == 1 and "internal error" not in result.stderr, result.stderr
+
+
 def test_stdin_as_pylsp_sends_it(plugin_registered, tmp_path: Path):
     result = run_flake8("--select", "AGL", "--stdin-display-name", "pkg/ops.py", "-", cwd=tmp_path, stdin=BUGGY_SOURCE)
     assert parse(result.stdout) == {"pkg/ops.py": [("AGL101", 9, 9), ("AGL201", 5, 9)]}
