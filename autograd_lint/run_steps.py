@@ -151,20 +151,22 @@ def lint_layout(layout: list[tuple[list[str], list[str]]], selection_for: Callab
 def lint_text(path: str, text: str, selection: RuleFilter,
               project: Union[ProjectFacts, "ProjectSnapshot", None] = None,
               honour_noqa: bool = True, tree=None, annotate_fixes: bool = True,
-              source: Optional[SourceFile] = None) -> FileResult:
+              source: Optional[SourceFile] = None, other_texts: Sequence[tuple[str, str]] = ()) -> FileResult:
     """Lint one file's text (the flake8 plugin's entry point, and ``autograd-lint -``). Without
     ``project`` the file is its own project: facts from other files are not known. With a
     ``ProjectSnapshot`` (``gather_project``), the text's own facts replace those of the file
-    ``path`` on disk (an editor's unsaved buffer). ``tree``: the file's ``ast``, when the caller
-    has parsed it already (flake8 has). ``source``: a ``SourceFile`` of ``text`` the caller keeps
-    (the fix driver: its next round reads the libcst trees of the classes this lint parsed)."""
+    ``path`` on disk (an editor's unsaved buffer), and so do ``other_texts``' ((path, text) of
+    other files of the project: the editor's other unsaved buffers). ``tree``: the file's
+    ``ast``, when the caller has parsed it already (flake8 has). ``source``: a ``SourceFile`` of
+    ``text`` the caller keeps (the fix driver: its next round reads the libcst trees of the
+    classes this lint parsed)."""
     if source is None:
         source = SourceFile(path, text=text, tree=tree, hashing=isinstance(project, ProjectSnapshot))
     summary = summary_of(source)
     state = _State(path, summary.digest, summary.summary, summary.error)
     codes = CodeSet.of(selection).codes
     if isinstance(project, ProjectSnapshot):
-        project = project.facts_with(state, source)
+        project = project.facts_with(state, source, [_text_state(p, t) for p, t in other_texts if p != path])
     elif project is None:
         if state.summary is not None and (_matters(state.summary, ProjectFacts()) or _sees_no_package(state)):
             _as_facts(state, facts_of(source))
@@ -172,6 +174,13 @@ def lint_text(path: str, text: str, selection: RuleFilter,
     if state.summary is None or not (_matters(state.summary, project) or _sees_no_package(state)):
         return _unlinted_result(state, codes)
     return lint_file(source, codes, project, honour_noqa, annotate_fixes)
+
+
+def _text_state(path: str, text: str) -> tuple[_State, SourceFile]:
+    """A text given for the file ``path``, summarised (step 1), with its ``SourceFile``."""
+    source = SourceFile(path, text=text, hashing=True)
+    summary = summary_of(source)
+    return _State(path, summary.digest, summary.summary, summary.error), source
 
 
 class ProjectSnapshot:
@@ -189,38 +198,58 @@ class ProjectSnapshot:
         by subclassing or using one of the project's Function classes."""
         return bool(self.facts.function_names) and _matters(summarize(text), self.facts)
 
-    def facts_with(self, text_state: _State, source: SourceFile) -> ProjectFacts:
+    def facts_with(self, text_state: _State, source: SourceFile,
+                   others: Sequence[tuple[_State, SourceFile]] = ()) -> ProjectFacts:
         """The project's facts with ``source`` (a text given for the file at its path) in place
-        of that file on disk; ``text_state``: its summary, given its facts here."""
-        position = self.index.get(os.path.abspath(text_state.path))
-        on_disk = self.states[position] if position is not None else None
-        text_state.digest = content_hash(source.text.encode("utf-8", "surrogatepass"))
-        if on_disk is not None and on_disk.digest == text_state.digest and on_disk.error is None:
-            text_state.facts = on_disk.facts
-            return self.facts  # the file as it is on disk (flake8 over saved files)
-        parsed = facts_of(source) if text_state.summary is not None else None
-        if on_disk is not None and isinstance(parsed, FileFacts) and on_disk.error is None and (
-                on_disk.summary is not None and on_disk.summary.grad_fn_attributes == text_state.summary.grad_fn_attributes
-                and (on_disk.facts == parsed if _matters(text_state.summary, self.facts) else on_disk.facts is None)):
-            return self.facts  # edited, but not in anything the other files see
-        # Gathered again, as a run over the project with this text on disk would: the facts
-        # known so far come from memory (by content hash), the text's too.
+        of that file on disk, and each of ``others`` in place of its own; ``text_state``: the
+        text's summary, given its facts here."""
+        texts = [(text_state, source), *others]
+        parsed = [self._parsed_if_seen(state, text) for state, text in texts]
+        if all(answer is _UNSEEN for answer in parsed):
+            return self.facts  # as on disk, or edited in nothing the other files see
+        # Gathered again, as a run over the project with these texts on disk would: the facts
+        # known so far come from memory (by content hash), the texts' too.
         memory = Cache("")
         memory.facts = {s.digest: s.facts for s in self.states if s.facts is not None and s.digest}
-        if parsed is not None:
-            memory.facts[text_state.digest] = parsed if isinstance(parsed, FileFacts) else (
-                parsed.message, parsed.line, parsed.column)
         states = [_State(s.path, s.digest, s.summary, s.error if s.summary is None else None) for s in self.states]
-        fresh = _State(text_state.path, text_state.digest, text_state.summary, text_state.error)
-        if position is None:
-            states.append(fresh)
-        else:
-            states[position] = fresh
+        for (state, _), answer in zip(texts, parsed):
+            if answer is _UNSEEN:
+                continue  # its file on disk says the same to the other files
+            if isinstance(answer, FileFacts):
+                memory.facts[state.digest] = answer
+            elif isinstance(answer, Finding):
+                memory.facts[state.digest] = (answer.message, answer.line, answer.column)
+            fresh = _State(state.path, state.digest, state.summary, state.error)
+            position = self.index.get(os.path.abspath(state.path))
+            if position is None:
+                states.append(fresh)
+            else:
+                states[position] = fresh
         pool = WorkerPool(1, len(states), make_state=partial(Pipeline, DEFAULT_MAX_FILE_SIZE, hashing=True))
         try:
             return _gather_project_facts(states, pool, memory)
         finally:
             pool.close()
+
+    def _parsed_if_seen(self, state: _State, source: SourceFile):
+        """The text's parsed facts (or its AGL000, or None when it cannot be read) when the
+        other files would see it differ from its file on disk; ``_UNSEEN`` when they would not."""
+        position = self.index.get(os.path.abspath(state.path))
+        on_disk = self.states[position] if position is not None else None
+        state.digest = content_hash(source.text.encode("utf-8", "surrogatepass"))
+        if on_disk is not None and on_disk.digest == state.digest and on_disk.error is None:
+            state.facts = on_disk.facts
+            return _UNSEEN  # the file as it is on disk (flake8 over saved files)
+        parsed = facts_of(source) if state.summary is not None else None
+        if on_disk is not None and isinstance(parsed, FileFacts) and on_disk.error is None and (
+                on_disk.summary is not None and on_disk.summary.grad_fn_attributes == state.summary.grad_fn_attributes
+                and (on_disk.facts == parsed if _matters(state.summary, self.facts) else on_disk.facts is None)):
+            return _UNSEEN  # edited, but not in anything the other files see
+        return parsed
+
+
+# ``ProjectSnapshot._parsed_if_seen``'s answer for a text the other files see as on disk.
+_UNSEEN = object()
 
 
 def gather_project(paths: Sequence[str], max_file_size: Optional[int] = DEFAULT_MAX_FILE_SIZE,

@@ -293,3 +293,67 @@ async def test_a_changed_pyproject_is_read_again(client: LanguageClient, tmp_pat
     client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(
         changes=[types.FileEvent(uri=settings.as_uri(), type=types.FileChangeType.Changed)]))
     assert [d.code for d in await _diagnostics(client, uri)] == ["AGL101"]
+
+
+BASE_CLASS = textwrap.dedent(
+    """\
+    import torch
+
+
+    class Scaled(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output * 2
+    """
+)
+SUBCLASS = textwrap.dedent(
+    """\
+    from base import Scaled
+
+
+    class Doubled(Scaled):
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output + grad_output
+    """
+)
+
+
+@pytest.mark.needs_engine
+@pytest.mark.asyncio
+async def test_an_unsaved_base_class_updates_its_subclass_in_another_buffer(client: LanguageClient, tmp_path: Path):
+    """A base Function in one open buffer gains an input, unsaved: the subclass in the other open
+    buffer, whose backward now returns too few gradients, gets its AGL101, as the CLI gives it
+    once the base is saved; closing the base unsaved takes it back."""
+    (tmp_path / "pyproject.toml").write_text("[tool.autograd-lint]\n", encoding="utf-8")
+    base, sub = tmp_path / "base.py", tmp_path / "sub.py"
+    base.write_text(BASE_CLASS, encoding="utf-8")
+    sub.write_text(SUBCLASS, encoding="utf-8")
+    base_uri, sub_uri = _open(client, base), _open(client, sub)
+
+    def codes(diagnostics: list[types.Diagnostic]) -> list[str]:
+        return sorted(d.code for d in diagnostics if d.code == "AGL101")
+
+    assert codes(await _diagnostics(client, sub_uri)) == []
+    assert codes(await _diagnostics(client, base_uri)) == []
+    edited = BASE_CLASS.replace("def forward(ctx, x):", "def forward(ctx, x, shift):").replace(
+        "return x * 2", "return x * 2 + shift")
+    client.diagnostics.pop(sub_uri, None)
+    _change(client, base_uri, edited, 2)
+    assert codes(await _diagnostics(client, sub_uri)) == ["AGL101"]
+    (line,) = [d.range.start.line + 1 for d in client.diagnostics[sub_uri] if d.code == "AGL101"]
+
+    saved = tmp_path / "saved"
+    saved.mkdir()
+    shutil.copy(tmp_path / "pyproject.toml", saved)
+    (saved / "base.py").write_text(edited, encoding="utf-8")
+    (saved / "sub.py").write_text(SUBCLASS, encoding="utf-8")
+    assert [f["line"] for f in _cli_findings(saved / "sub.py") if f["code"] == "AGL101"] == [line]
+
+    client.diagnostics.pop(sub_uri, None)
+    client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri=base_uri)))
+    assert codes(await _diagnostics(client, sub_uri)) == []

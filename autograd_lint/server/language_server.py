@@ -12,6 +12,9 @@ What it reuses, so that the editor and the CLI agree:
   ``--fix``; the quick fix of one finding is the first round of ``--fix`` with that finding
   alone (later rounds would fix the others too; what a fix exposes is a new diagnostic).
 - **Pages**: ``explain`` (hover prints what ``--explain`` prints; the link is the page's file).
+- **Other buffers**: the other open buffers changed since their last save stand in for their
+  files (``engine.lint_text``'s ``other_texts``); when what the other files see of a buffer
+  changes (its ``pipeline.facts_of``), they are linted again.
 
 Static mode only: nothing of the user's code is imported or run, and ``--dynamic`` never runs.
 """
@@ -41,6 +44,7 @@ from autograd_lint.analysis.source_file import SourceFile
 from autograd_lint.fix.available import annotate
 from autograd_lint.fix.driver import fix_file
 from autograd_lint.fix.registry import FIXERS
+from autograd_lint.pipeline import facts_of
 from autograd_lint.selection import EnabledRules
 from autograd_lint.suppression import noqa_code_span
 
@@ -87,6 +91,12 @@ class AutogradLintServer(LanguageServer):
         self.linted: dict[str, Linted] = {}  # by document URI
         self.pending: dict[str, asyncio.Task] = {}  # the debounced lint of each URI
         self.shown_config_errors: set[str] = set()  # each shown once until the settings change
+        # Buffers changed since they were opened or saved: each lint sees their texts in place of
+        # their files (a base class edited in one buffer judges its subclasses in the others).
+        self.unsaved: set[str] = set()
+        # What the other files see of each buffer (its facts, ``pipeline.facts_of``): when that
+        # changes, the other open buffers are linted again.
+        self.seen: dict[str, object] = {}
 
     # --- linting ------------------------------------------------------------------------------
 
@@ -99,8 +109,10 @@ class AutogradLintServer(LanguageServer):
         document = self.workspace.get_text_document(uri)
         text = document.source
         self._show_config_error(path)
+        others = [(other, self.workspace.get_text_document(uri_).source) for uri_ in sorted(self.unsaved)
+                  if uri_ != uri and uri_ in self.workspace.text_documents and (other := _path_of(uri_)) is not None]
         try:
-            linted = _lint(path, text)
+            linted = _lint(path, text, others)
         except Exception as error:  # noqa: BLE001 - a bug of ours must not stop the server
             self.window_log_message(types.LogMessageParams(
                 types.MessageType.Error, f"autograd-lint: internal error on {path}: {type(error).__name__}: {error}"))
@@ -109,7 +121,22 @@ class AutogradLintServer(LanguageServer):
         self.linted[uri] = linted
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
             uri=uri, version=document.version, diagnostics=[_diagnostic(document, f) for f in findings]))
+        self._tell_the_others(uri, linted)
         return linted
+
+    def _tell_the_others(self, uri: str, linted: Linted) -> None:
+        """Lint the other open buffers again (once typing pauses) when what they see of this
+        one changed: a base class, an ``.apply`` call, a gradcheck test."""
+        seen = facts_of(linted.source) if linted.source is not None else None
+        before = self.seen.get(uri, seen)
+        self.seen[uri] = seen
+        if seen != before:
+            self.lint_the_others(uri)
+
+    def lint_the_others(self, uri: str) -> None:
+        for other in list(self.linted):
+            if other != uri and other in self.workspace.text_documents:
+                self.lint_soon(other)
 
     def lint_soon(self, uri: str) -> None:
         """Lint ``uri`` once typing pauses for ``DEBOUNCE_SECONDS``: each change restarts the
@@ -170,14 +197,16 @@ def _path_of(uri: str) -> Optional[str]:
     return path if path is not None and path.endswith((".py", ".pyi")) else None
 
 
-def _lint(path: str, text: str) -> Linted:
-    """The CLI's findings for ``text`` as the file ``path`` (see the module's docstring), their
-    fixes not yet asked for (``Linted.with_fixes``)."""
+def _lint(path: str, text: str, others: list[tuple[str, str]] = ()) -> Linted:
+    """The CLI's findings for ``text`` as the file ``path`` (see the module's docstring), with
+    ``others`` ((path, text) of the other unsaved buffers) in place of their files; their fixes
+    not yet asked for (``Linted.with_fixes``)."""
     project = flake8_plugin._project_of(path)
     selection = _selection(path, project is not None)
     # As lint_text makes it (the project's cache keys the facts by the text's hash).
     source = SourceFile(path, text=text, hashing=project is not None)
-    findings = lint_text(path, text, selection, project=project, annotate_fixes=False, source=source).findings
+    findings = lint_text(path, text, selection, project=project, annotate_fixes=False, source=source,
+                         other_texts=others).findings
     return Linted(text, findings, source)
 
 
@@ -342,6 +371,7 @@ def build_server() -> AutogradLintServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: AutogradLintServer, params: types.DidChangeTextDocumentParams) -> None:
+        ls.unsaved.add(params.text_document.uri)
         ls.lint_soon(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
@@ -351,6 +381,7 @@ def build_server() -> AutogradLintServer:
             ls.settings_changed()
             return
         ls.cancel_pending(uri)
+        ls.unsaved.discard(uri)
         # The saved file is part of its project's facts on disk: the other buffers see it now.
         flake8_plugin._project.cache_clear()
         ls.lint(uri)
@@ -360,7 +391,11 @@ def build_server() -> AutogradLintServer:
         uri = params.text_document.uri
         ls.cancel_pending(uri)
         ls.linted.pop(uri, None)
+        ls.seen.pop(uri, None)
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+        if uri in ls.unsaved:  # closed without saving: the others see its file on disk again
+            ls.unsaved.discard(uri)
+            ls.lint_the_others(uri)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def did_change_watched_files(ls: AutogradLintServer, params: types.DidChangeWatchedFilesParams) -> None:
