@@ -50,7 +50,7 @@ if TYPE_CHECKING:  # loaded lazily: see _lint
 
     from autograd_lint.config import Config
     from autograd_lint.engine import ProjectSnapshot
-    from autograd_lint.selection import RulesPerFile
+    from autograd_lint.selection import RuleFilter, RulesPerFile
 
 Flake8Result = tuple[int, int, str, type]
 
@@ -263,6 +263,28 @@ def _project(root: str, config: "Config") -> "ProjectSnapshot":
     gc.collect()
     gc.freeze()
     return project
+
+
+# --- for the language server: one buffer judged as flake8 judges it -------------------------
+
+def project_of(filename: str) -> "Optional[ProjectSnapshot]":
+    """The facts of the project of ``filename`` on disk (kept for the process), or None when
+    it belongs to no project."""
+    return _project_of(filename)
+
+
+def selection_for(filename: str, in_a_project: bool) -> "RuleFilter":
+    """The rules enabled for ``filename`` by its ``[tool.autograd-lint]`` settings."""
+    return _selection_for(os.path.dirname(os.path.abspath(filename)), frozenset(), in_a_project)(filename)
+
+
+def forget(settings: bool = True) -> None:
+    """Read again, at the next ask, the projects' facts on disk (a file was saved), and with
+    ``settings`` the settings too (a ``pyproject.toml`` changed)."""
+    _project.cache_clear()
+    if settings:
+        for cached in (_config_for, _selection_for, _may_have_a_project):
+            cached.cache_clear()
 
 
 @lru_cache(maxsize=None)

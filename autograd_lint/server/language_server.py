@@ -4,7 +4,7 @@ with quick fixes, "suppress on this line" and the rule pages on hover.
 What it reuses, so that the editor and the CLI agree:
 
 - **Findings**: the flake8 plugin's way to lint one text with its project's facts
-  (``flake8_plugin._project_of``, ``_selection_for``, then ``engine.lint_text``): the settings
+  (``flake8_plugin.project_of``, ``selection_for``, then ``engine.lint_text``): the settings
   of the nearest ``pyproject.toml``, the facts of the file's project on disk, the buffer's own
   facts in place of its file's. Unlike flake8, ``# noqa`` is ours to honour here (as the CLI
   does), and ``fix_available`` is asked for the quick fixes.
@@ -167,9 +167,7 @@ class AutogradLintServer(LanguageServer):
         """A ``pyproject.toml`` or a file of a project changed on disk: forget the settings and
         the projects' facts read so far (the flake8 plugin keeps them for the process), and lint
         the open buffers again."""
-        for cached in (flake8_plugin._config_for, flake8_plugin._selection_for, flake8_plugin._project,
-                       flake8_plugin._may_have_a_project):
-            cached.cache_clear()
+        flake8_plugin.forget(settings=True)
         self.shown_config_errors.clear()
         for uri in list(self.linted):
             if uri in self.workspace.text_documents:
@@ -201,7 +199,7 @@ def _lint(path: str, text: str, others: list[tuple[str, str]] = ()) -> Linted:
     """The CLI's findings for ``text`` as the file ``path`` (see the module's docstring), with
     ``others`` ((path, text) of the other unsaved buffers) in place of their files; their fixes
     not yet asked for (``Linted.with_fixes``)."""
-    project = flake8_plugin._project_of(path)
+    project = flake8_plugin.project_of(path)
     selection = _selection(path, project is not None)
     # As lint_text makes it (the project's cache keys the facts by the text's hash).
     source = SourceFile(path, text=text, hashing=project is not None)
@@ -211,7 +209,7 @@ def _lint(path: str, text: str, others: list[tuple[str, str]] = ()) -> Linted:
 
 
 def _selection(path: str, in_a_project: bool) -> EnabledRules:
-    return flake8_plugin._selection_for(os.path.dirname(os.path.abspath(path)), frozenset(), in_a_project)(path)
+    return flake8_plugin.selection_for(path, in_a_project)
 
 
 # --- LSP shapes -------------------------------------------------------------------------------
@@ -287,7 +285,7 @@ def _fix_all_action(uri: str, path: str, linted: Linted) -> Optional[types.CodeA
     data = _encoded(linted.text)
     if data is None:
         return None
-    project = flake8_plugin._project_of(path)
+    project = flake8_plugin.project_of(path)
     fixed = fix_file(path, linted.findings, _selection(path, project is not None), False, data)
     if fixed.after is None:
         return None
@@ -383,7 +381,7 @@ def build_server() -> AutogradLintServer:
         ls.cancel_pending(uri)
         ls.unsaved.discard(uri)
         # The saved file is part of its project's facts on disk: the other buffers see it now.
-        flake8_plugin._project.cache_clear()
+        flake8_plugin.forget(settings=False)
         ls.lint(uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
