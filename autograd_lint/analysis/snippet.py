@@ -168,6 +168,36 @@ def remember_class_trees(limit: int = 1_000_000) -> Iterator[None]:
         _REMEMBERED.reset()  # off again, and the trees let go
 
 
+def offer_class_trees(lines: list[str], tree: ast.Module, module: cst.Module, names: set[str]) -> None:
+    """Remember the module-level classes called ``names`` of ``module``, a fresh libcst parse of
+    the text of ``lines`` (whose ``ast`` is ``tree``), as the trees ``parse_class`` would parse for
+    them. The --fix driver parses each round's whole text to check it; the lint of that text
+    that follows then takes the classes the round changed from that parse instead of parsing
+    each again. A class is offered only when its tree, alone, gives back its very text (the
+    module's indentation and line endings kept); otherwise ``parse_class`` parses it as usual."""
+    if not _REMEMBERED.limit:
+        return
+    ast_classes = [node for node in tree.body if isinstance(node, ast.ClassDef)]
+    cst_classes = [node for node in module.body if isinstance(node, cst.ClassDef)]
+    if len(ast_classes) != len(cst_classes):
+        return
+    ranks: dict[str, int] = {}
+    for node, parsed in zip(ast_classes, cst_classes):
+        if node.name != parsed.name.value:
+            return
+        first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+        source = "".join(lines[first - 1 : node.end_lineno or node.lineno])
+        if not source.endswith("\n"):
+            source += "\n"
+        rank = ranks.get(source, 0)
+        ranks[source] = rank + 1
+        if node.name not in names or _REMEMBERED.get((rank, source)) is not None:
+            continue
+        alone = module.with_changes(header=(), body=(parsed.with_changes(leading_lines=()),), footer=())
+        if alone.code == source:
+            _REMEMBERED.put((rank, source), SnippetTree(alone))
+
+
 _TOP_LEVEL_DEF = re.compile(r"(?:async )?def (\w+)\(")
 
 

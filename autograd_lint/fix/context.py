@@ -128,11 +128,15 @@ class FixContext:
         # One pass over the positions for all the lookups of a context: a fixer that scanned
         # them for each finding made a file of many suppression comments cost quadratic time.
         if self._starts is None:
-            self._starts, self._on_line = {}, {}
-            for node in self.positions:
-                start = self.start(node)
-                self._starts.setdefault(start, []).append(node)
-                self._on_line.setdefault(start[0], []).append(node)
+            starts: dict[tuple[int, int], list[cst.CSTNode]] = {}
+            on_line: dict[int, list[cst.CSTNode]] = {}
+            positions = self.positions  # parses the module first, which sets ``_line_offset``
+            offset = self._line_offset
+            for node, (line, column, _, _) in positions.items():  # ``start``, inlined
+                line += offset
+                starts.setdefault((line, column + 1), []).append(node)
+                on_line.setdefault(line, []).append(node)
+            self._starts, self._on_line = starts, on_line
         return self._starts
 
     def _char_column(self, line: int, byte_column: int) -> int:

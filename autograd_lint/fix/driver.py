@@ -22,6 +22,7 @@ from typing import Callable, Optional, TextIO
 
 import libcst as cst
 
+from autograd_lint.analysis.snippet import offer_class_trees
 from autograd_lint.analysis.source_file import SourceFile
 from autograd_lint.engine import lint_text
 from autograd_lint.findings import Finding
@@ -156,6 +157,8 @@ def fix_file(path: str, findings: list[Finding], selection, unsafe: bool, data: 
         # The next round reads the file this lint read: its classes are parsed (and their
         # positions known) once for both.
         source = SourceFile(path, text=current)
+        if source.tree is not None:
+            offer_class_trees(source.lines, source.tree, module, {f.function_class for f in applied})
         findings = _lint_alone(source, selection)
     result.after = current if current != text else None
     return result
@@ -186,7 +189,7 @@ def _one_round(source: SourceFile, findings: list[Finding], unsafe: bool,
             answers[finding] = fix.safe if fix is not None else None
             if fix is not None and (fix.safe or unsafe) and accepted.accept(fix, lambda n: _span(context, n)):
                 applied.append(finding)
-        new_text = accepted.apply(context.module).code if applied else source.text
+        new_text = accepted.apply(context.module, context.parents, context.positions).code if applied else source.text
     except cst.ParserSyntaxError:  # the whole module's parse (fix_for lets that one through)
         return [], source.text, None
     failures.extend(line for line in round_failures if line not in failures)

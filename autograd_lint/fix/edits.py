@@ -70,14 +70,23 @@ class Round:
         for line in range(first - self._tallest, last + 1):
             yield from self._by_line.get(line, ())
 
-    def apply(self, module: cst.Module) -> cst.Module:
-        return module.visit(_Replace(self.edits, _ancestors(module, self.edits)))
+    def apply(self, module: cst.Module, code_parents: Optional[dict[cst.CSTNode, cst.CSTNode]] = None,
+              positions: Optional[dict[cst.CSTNode, tuple[int, int, int, int]]] = None) -> cst.Module:
+        """``module`` with the accepted edits made. ``code_parents``: each code node's parent in
+        ``module`` (``FixContext.parents``, which the fixers have mostly built already), and
+        ``positions``, each node's span (``FixContext.positions``): an edited token or
+        whitespace node (a comment), which ``code_parents`` leaves out, is then found by its
+        span. Without them the whole tree is walked."""
+        holders = None
+        if code_parents is not None and positions is not None:
+            holders = _ancestors(module, self.edits, code_parents, positions)
+        if holders is None:
+            holders = _ancestors(module, self.edits, _parents(module), None)
+        return module.visit(_Replace(self.edits, holders))
 
 
-def _ancestors(module: cst.Module, edits: dict[cst.CSTNode, Replacement]) -> Optional[set[cst.CSTNode]]:
-    """Every node that holds an edited node, or None when an edited node is not in ``module``.
-    libcst's transformer rebuilds every node it descends into: descending only into these
-    (a walk of the tree's fields is six times cheaper) gives the same tree."""
+def _parents(module: cst.Module) -> dict[cst.CSTNode, cst.CSTNode]:
+    """Each node's parent, tokens and whitespace included (an edit may replace a comment)."""
     parents: dict[cst.CSTNode, cst.CSTNode] = {}
     stack: list[cst.CSTNode] = [module]
     while stack:
@@ -85,16 +94,49 @@ def _ancestors(module: cst.Module, edits: dict[cst.CSTNode, Replacement]) -> Opt
         for child in children(node):
             parents[child] = node
             stack.append(child)
+    return parents
+
+
+def _ancestors(module: cst.Module, edits: dict[cst.CSTNode, Replacement], parents: dict[cst.CSTNode, cst.CSTNode],
+               positions: Optional[dict[cst.CSTNode, tuple[int, int, int, int]]]) -> Optional[set[cst.CSTNode]]:
+    """Every node that holds an edited node, or None when an edited node is not in ``module``.
+    libcst's transformer rebuilds every node it descends into: descending only into these
+    (a walk of the tree's fields is six times cheaper) gives the same tree. ``parents`` may
+    leave nodes out when ``positions`` is given: those are looked for by their span."""
     holders: set[cst.CSTNode] = set()
     for node in edits:
         if node is not module and node not in parents:
-            return None
+            path = _path_by_span(module, node, positions) if positions is not None else None
+            if path is None:
+                return None
+            holders.update(path)
+            continue
         while node in parents:
             node = parents[node]
             if node in holders:
                 break  # and so are the nodes above it
             holders.add(node)
     return holders
+
+
+def _path_by_span(module: cst.Module, target: cst.CSTNode,
+                  positions: dict[cst.CSTNode, tuple[int, int, int, int]]) -> Optional[list[cst.CSTNode]]:
+    """The nodes from ``module`` down to ``target``'s parent, descending only into the children
+    whose span holds ``target``'s (None when it is not found so)."""
+    span = positions.get(target)
+    if span is None:
+        return None
+    start, end = span[:2], span[2:]
+    stack: list[tuple[cst.CSTNode, list[cst.CSTNode]]] = [(module, [module])]
+    while stack:
+        node, path = stack.pop()
+        for child in children(node):
+            if child is target:
+                return path
+            where = positions.get(child)
+            if where is not None and where[:2] <= start and end <= where[2:]:
+                stack.append((child, path + [child]))
+    return None
 
 
 class _Replace(cst.CSTTransformer):
