@@ -4,7 +4,8 @@ directory, reach the network or read the runner's secrets; the run goes on and n
 The real CLI, real children, over a copy of fixtures/dynamic/sandbox/ (the hostile modules write
 next to themselves when not stopped): one module writes into the linted tree, one into the home
 directory, one connects to a listener of this test on 127.0.0.1, one fails its import when it sees
-AGL_TEST_SECRET, set in the runner's environment; wrong.py is a plain module whose AGL901 must be
+AGL_TEST_SECRET, set in the runner's environment; scratch_on_path.py fails its import if a folder of
+the child's scratch directory (where it runs) imports as a package; wrong.py is a plain module whose AGL901 must be
 the same with the sandbox on or off. Nothing here hangs: every child gets a wide limit (300 s).
 """
 
@@ -122,6 +123,7 @@ def test_the_sandbox_stops_and_names_each_hostile_module(tmp_path, unsandboxed, 
     # The secret never reached the module: its import went through, its class was checked.
     assert modules["reads_secret.py"]["Double"]["status"] == "checked"
     assert modules["wrong.py"]["Triple"]["status"] == modules["wrong.py"]["Double"]["status"] == "checked"
+    assert modules["scratch_on_path.py"]["Double"]["status"] == "checked"  # no cache folder imports
     sandbox = report["summary"]["sandbox"]
     assert sandbox["mode"] == "require" and sandbox["network"] and sandbox["filesystem"], sandbox
     assert "sandbox require: no network (" in result.stderr and "writes only to scratch (" in result.stderr
@@ -143,6 +145,7 @@ def test_without_the_sandbox_the_hostile_modules_do_what_they_try(unsandboxed):
     secret = modules["reads_secret.py"]["Double"]
     assert secret["status"] == "import-failed" and "AGL_TEST_SECRET reached the module" in secret["reason"], secret
     assert all(modules[module]["Double"]["status"] == "checked" for module in HOSTILE)
+    assert modules["scratch_on_path.py"]["Double"]["status"] == "checked", modules["scratch_on_path.py"]
     assert report["summary"]["sandbox"]["mode"] == "off"
     assert "sandbox: off" in result.stderr
 

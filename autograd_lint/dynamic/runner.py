@@ -32,6 +32,7 @@ from autograd_lint.dynamic.child import ABSTRACT_BASE, progress_path
 from autograd_lint.dynamic.dedupe import Merge, RuntimeResult, merge_explained, merged_line
 from autograd_lint.dynamic.processes import Ending, Job, Launcher
 from autograd_lint.dynamic.progress import module_progress
+from autograd_lint.dynamic.sandbox import PRIVATE_DIRECTORIES
 from autograd_lint.dynamic.settings import DynamicSettings
 from autograd_lint.findings import Finding
 from autograd_lint.suppression import disabled_codes, noqa_codes
@@ -334,13 +335,9 @@ def kept_environment(environment: dict, passed: Iterable[str] = ()) -> dict:
 def _child_environment(scratch: str, sandboxed: bool = False, passed: Iterable[str] = ()) -> dict:
     environment = kept_environment(os.environ, passed) if sandboxed else dict(os.environ)
     if sandboxed:  # each child points HOME at its own directory (sandbox.enter); this one is for the server
-        environment["HOME"] = os.path.join(scratch, "home")
+        environment["HOME"] = os.path.join(scratch, PRIVATE_DIRECTORIES["HOME"])
         os.makedirs(environment["HOME"], exist_ok=True)
-    caches = {
-        "TMPDIR": "tmp", "TEMP": "tmp", "TMP": "tmp", "TORCHINDUCTOR_CACHE_DIR": "inductor",
-        "TRITON_CACHE_DIR": "triton", "XDG_CACHE_HOME": "cache", "TORCH_EXTENSIONS_DIR": "extensions",
-        "CUDA_CACHE_PATH": "cuda", "MPLCONFIGDIR": "matplotlib",
-    }
+    caches = {variable: name for variable, name in PRIVATE_DIRECTORIES.items() if variable != "HOME"}
     for variable, name in caches.items():
         directory = os.path.join(scratch, name)
         os.makedirs(directory, exist_ok=True)

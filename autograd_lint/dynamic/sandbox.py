@@ -166,14 +166,23 @@ def enter(workdir: str, mode: str) -> dict:
     return applied
 
 
+# Where a child's temporary files, home and caches go, under its own directory. The child runs
+# in that directory, which is on its ``sys.path``: a folder there named like a package that is
+# not installed (``triton``, ``matplotlib``) would import as an empty namespace package, and
+# torch, finding "triton", would fail to import ``torch._dynamo``. A name with a dot in it can
+# never be imported.
+PRIVATE_DIRECTORIES = {
+    "TMPDIR": "tmp.d", "TEMP": "tmp.d", "TMP": "tmp.d", "HOME": "home.d", "XDG_CACHE_HOME": "cache.d",
+    "TORCHINDUCTOR_CACHE_DIR": "inductor.d", "TRITON_CACHE_DIR": "triton.d", "TORCH_EXTENSIONS_DIR": "extensions.d",
+    "CUDA_CACHE_PATH": "cuda.d", "MPLCONFIGDIR": "matplotlib.d",
+}
+
+
 def _private_directories(workdir: str) -> None:
     """TMPDIR, HOME and the caches, into the child's own directory: the only place it can write."""
     import tempfile
 
-    for variable, name in (("TMPDIR", "tmp"), ("TEMP", "tmp"), ("TMP", "tmp"), ("HOME", "home"),
-                           ("XDG_CACHE_HOME", "cache"), ("TORCHINDUCTOR_CACHE_DIR", "inductor"),
-                           ("TRITON_CACHE_DIR", "triton"), ("TORCH_EXTENSIONS_DIR", "extensions"),
-                           ("CUDA_CACHE_PATH", "cuda"), ("MPLCONFIGDIR", "matplotlib")):
+    for variable, name in PRIVATE_DIRECTORIES.items():
         directory = os.path.join(workdir, name)
         os.makedirs(directory, exist_ok=True)
         os.environ[variable] = directory
