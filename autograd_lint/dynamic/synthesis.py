@@ -99,6 +99,8 @@ WEIGHT_NAMES = frozenset({"weight", "weights", "kernel", "filters", "weight_t"})
 BIAS_NAMES = frozenset({"bias", "bias_t", "biases"})
 
 VALUE_RANGES = ((-1.0, 1.0), (0.5, 2.0))
+# Tensors of sampling positions whose last size is the number of spatial dimensions of another.
+_GRID_NAMES = re.compile(r"^(?:grid|sample_grid|sampling_grid|coords|coordinates|flow|deformation|displacement)$")
 
 
 @dataclass(frozen=True)
@@ -115,6 +117,9 @@ class Slot:
     domain: Optional[tuple[float, float]] = None  # the values the documentation allows (``stated_domains``)
     from_name: bool = False  # a plain value that the parameter's name alone suggested
     last: Optional[int] = None  # the last dimension's size that the class states (``stated_last_sizes``)
+    rank: Optional[int] = None  # the number of dimensions forward unpacks from the shape (``read_ranks``)
+    min_rank: Optional[int] = None  # at least this many dimensions: forward indexes that many (``read_ranks``)
+    dtype: str = "int64"  # an index tensor's dtype (int32 where forward's error asks for it)
 
 
 @dataclass
@@ -229,6 +234,14 @@ def plans(float_names: list[str], has_index: bool = False) -> list[Plan]:
     has_bias = any(name in BIAS_NAMES for name in names)
     same = Plan("same (3, 4)", lambda i, n: (3, 4))
     result = []
+    grids = [name for name in names if _GRID_NAMES.search(name)]
+    if grids and len(names) > 1:
+        # A sampling grid (B, *out, D) beside an input (B, C, *spatial): D, the grid's last size, is
+        # the input's number of spatial dimensions (grid_sample, spline interpolation, warps).
+        for spatial in ((5, 6), (5,)):
+            result.append(Plan(f"sampling grid, {len(spatial)} spatial dimension(s)",
+                               lambda i, n, spatial=spatial: (2, 4, 3)[:len(spatial) + 1] + (len(spatial),)
+                               if n in grids else (2, 3) + spatial))
     if has_weight or has_bias:
         result.append(Plan("linear", lambda i, n: (5, 4) if n.lower() in WEIGHT_NAMES
                            else (5,) if n.lower() in BIAS_NAMES else (3, 4)))
@@ -289,7 +302,7 @@ def class_slots(cls: type, plain_values: Optional[dict[int, Any]] = None) -> Opt
         elif slot.kind == "value":  # the user's own number first, then the name's guess
             slots[position] = replace(slot, values=(value, *[other for other in slot.values if other != value]),
                                       from_name=False)
-    return stated_last_sizes(cls, stated_domains(cls, slots))
+    return stated_last_sizes(cls, stated_domains(cls, read_ranks(cls, _values_used_as_tensors(cls, slots))))
 
 
 def slots_for(parameters: list[inspect.Parameter], plain_values: Optional[dict[int, Any]] = None) -> Optional[list[Slot]]:
@@ -337,6 +350,10 @@ def _arguments(slots: list[Slot], plan: Plan, values: tuple, low: float, high: f
                 shape = slot.shape
             else:
                 shape = plan.shape_of(float_index, slot.name)
+                if slot.rank is not None and len(shape) != slot.rank:
+                    shape = ranked_shape(slot.rank)
+                elif slot.min_rank is not None and len(shape) < slot.min_rank:
+                    shape = ranked_shape(slot.min_rank)
                 if slot.last is not None:
                     shape = (*shape[:-1], slot.last) if shape else (slot.last,)
                 first_shape = shape if first_shape is None else first_shape
@@ -362,8 +379,8 @@ def _arguments(slots: list[Slot], plan: Plan, values: tuple, low: float, high: f
             base = first_shape or (3, 4)
             size = base[0] if base else 3
             shape = (size, 1) if plan.index_column else (size,)
-            arguments.append(TensorSpec(shape, dtype="int64", low=0, high=max(1, min(base or (3,)))))
-            described.append(f"{slot.name} {shape} int64")
+            arguments.append(TensorSpec(shape, dtype=slot.dtype, low=0, high=max(1, min(base or (3,)))))
+            described.append(f"{slot.name} {shape} {slot.dtype}")
         elif slot.kind == MASK:
             arguments.append(TensorSpec(first_shape or (3, 4), dtype="bool"))
             described.append(f"{slot.name} mask")
@@ -421,6 +438,10 @@ def retry_candidates(cls: type, errors: list[str], plain_values: Optional[dict[i
     text = " ".join(errors)
     values = next((wanted for pattern, wanted in _WANTS if pattern.search(text)), _ANY_VALUE)
     values = values + tuple(value for value in _ANY_VALUE if value not in values)
+    # What the errors name outright first: a dtype ("labels must be torch.int32"), a rank ("not
+    # enough values to unpack (expected 4, got 2)").
+    for variant in _targeted(parameters, slots, errors):
+        yield from itertools.islice(_candidates_for(variant), 6)
     guessed = [index for index, slot in enumerate(slots) if slot.kind == FLOAT and _guessed_tensor(parameters, slot)]
     floats = sum(slot.kind == FLOAT for slot in slots)
     for index in guessed[:MAX_RETRIED_SLOTS] if floats > 1 else ():  # a tensor must be left to check
@@ -609,6 +630,9 @@ def _as_single_elements(slots: list[Slot]) -> Iterator[list[Slot]]:
     for target in floats if len(floats) > 1 else ():
         if target.guessed:
             yield [replace(slot, shape=(1,), no_grad=True) if slot is target else slot for slot in slots]
+            # A flag read with `.item()` (`if singular.item(): raise ...`): a random value is true.
+            yield [replace(slot, shape=(1,), no_grad=True, domain=(0.0, 0.0)) if slot is target else slot
+                   for slot in slots]
 
 
 def _values_as_tensors(parameters: list[inspect.Parameter], slots: list[Slot]) -> Optional[list[Slot]]:
@@ -879,3 +903,217 @@ def plain_value_hints(cls: type) -> dict[str, tuple[Any, ...]]:
     for name in (dimensions - computed - tested) & parameters:
         hints.setdefault(name, (-1,))
     return hints
+
+
+# --- ranks that forward's code reads --------------------------------------------------------------
+
+# A shape of each rank, the last two sizes even and different: forwards that unpack
+# `N, C, H, W = x.shape` often halve H and W (a stride-2 filter bank, `assert h % 2 == 0`).
+# Small (24 elements at rank 4): gradcheck perturbs every element.
+_RANKED = {1: (4,), 2: (2, 4), 3: (3, 2, 4), 4: (1, 3, 2, 4)}
+
+
+def ranked_shape(rank: int) -> tuple[int, ...]:
+    """A shape of ``rank`` dimensions for a tensor whose rank forward's code fixes."""
+    return _RANKED.get(rank) or (2,) * (rank - 4) + _RANKED[4]
+
+
+_TENSOR_ATTRIBUTES = frozenset({"shape", "ndim", "dim", "size", "dtype", "device", "view", "reshape", "unsqueeze",
+                                "squeeze", "permute", "transpose", "contiguous", "numel", "expand", "flip",
+                                "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor", "requires_grad"})
+
+
+def _forward_function(cls: type) -> Optional[ast.FunctionDef]:
+    try:
+        tree = ast.parse(textwrap.dedent(_forward_source(cls)))
+    except SyntaxError:
+        return None
+    return next((node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)), None)
+
+
+def _shape_read(node: ast.AST) -> Optional[str]:
+    """The name whose whole shape ``node`` reads: ``x.shape``, ``x.size()``."""
+    if isinstance(node, ast.Attribute) and node.attr == "shape" and isinstance(node.value, ast.Name):
+        return node.value.id
+    if isinstance(node, ast.Call) and not node.args and not node.keywords and isinstance(node.func, ast.Attribute) \
+            and node.func.attr == "size" and isinstance(node.func.value, ast.Name):
+        return node.func.value.id
+    return None
+
+
+def read_ranks(cls: type, slots: list[Slot]) -> list[Slot]:
+    """The slots with a float tensor's rank where forward's code fixes it: ``N, C, H, W = x.shape``
+    unpacks exactly four dimensions (a guess of two raises "not enough values to unpack"), and
+    ``x[:, :, None, :]`` indexes at least three. Indexing with ``...`` says nothing of the rank."""
+    floats = {slot.name for slot in slots if slot.kind == FLOAT and slot.shape is None}
+    function = _forward_function(cls) if floats else None
+    if function is None:
+        return slots
+    exact: dict[str, int] = {}
+    indexed: dict[str, Optional[int]] = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], (ast.Tuple, ast.List)):
+            elements = node.targets[0].elts
+            name = _shape_read(node.value)
+            if name in floats and not any(isinstance(element, ast.Starred) for element in elements):
+                exact.setdefault(name, len(elements))
+        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in floats:
+            items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            name = node.value.id
+            if any(isinstance(item, ast.Constant) and item.value is Ellipsis for item in items) or \
+                    (name in indexed and indexed[name] is None):
+                indexed[name] = None  # `x[..., 0]`: any rank
+                continue
+            count = sum(not (isinstance(item, ast.Constant) and item.value is None) for item in items)
+            indexed[name] = max(count, indexed.get(name) or 0)
+    if not exact and not any(indexed.values()):
+        return slots
+    return [replace(slot, rank=exact[slot.name]) if slot.name in exact and slot.kind == FLOAT
+            else replace(slot, min_rank=indexed[slot.name]) if slot.kind == FLOAT and (indexed.get(slot.name) or 0) > 2
+            else slot for slot in slots]
+
+
+def _values_used_as_tensors(cls: type, slots: list[Slot]) -> list[Slot]:
+    """The slots with a plain value that the parameter's name alone suggested (``low`` as a
+    bound) made a float tensor where forward uses the parameter as one: indexes it or reads its
+    ``.shape``, ``.view``, ``.dtype``. A default, an annotation or a call site still wins."""
+    named = {slot.name for slot in slots if slot.kind == "value" and slot.from_name}
+    function = _forward_function(cls) if named else None
+    if function is None:
+        return slots
+    used = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+            used.add(node.value.id)
+        elif isinstance(node, ast.Attribute) and node.attr in _TENSOR_ATTRIBUTES and isinstance(node.value, ast.Name):
+            used.add(node.value.id)
+    return [Slot(slot.name, FLOAT, guessed=True) if slot.name in named & used else slot for slot in slots]
+
+
+# --- ranks and dtypes that forward's errors ask for ------------------------------------------------
+
+_UNPACKED_RANK = re.compile(r"not enough values to unpack \(expected (\d+), got \d+\)|"
+                            r"too many values to unpack \(expected (\d+)")
+_STATED_RANK = re.compile(r"(?:must be|should be|[Ee]xpected(?: a)?) (\d)-?D\b")
+_DIMENSION_OUT_OF_RANGE = re.compile(r"Dimension out of range \(expected to be in range of \[-\d+, \d+\], "
+                                     r"but got (-?\d+)\)")
+MAX_RANK = 6
+
+
+def wanted_ranks(errors: list[str]) -> list[int]:
+    """Ranks (3 to 6) that the errors ask for: a shape unpacked into more names than a guess has
+    dimensions, a dimension index past a guess's last one."""
+    ranks: list[int] = []
+    for error in errors:
+        for match in _UNPACKED_RANK.finditer(error):
+            ranks.append(int(match.group(1) or match.group(2)))
+        ranks.extend(int(match.group(1)) for match in _STATED_RANK.finditer(error))
+        for match in _DIMENSION_OUT_OF_RANGE.finditer(error):
+            got = int(match.group(1))
+            ranks.append(got + 1 if got >= 0 else -got)
+    return [rank for rank in dict.fromkeys(ranks) if 3 <= rank <= MAX_RANK]
+
+
+def _ranked(slots: list[Slot], errors: list[str]) -> Iterator[list[Slot]]:
+    """The slots with the float tensors whose rank nothing fixed given a rank an error asks for:
+    all of them, then the first one alone."""
+    free = [slot.name for slot in slots if slot.kind == FLOAT and slot.shape is None and slot.rank is None]
+    for rank in wanted_ranks(errors) if free else ():
+        yield [replace(slot, min_rank=rank) if slot.name in free else slot for slot in slots]
+        if len(free) > 1:
+            yield [replace(slot, min_rank=rank) if slot.name == free[0] else slot for slot in slots]
+
+
+def _targeted(parameters: list[inspect.Parameter], slots: list[Slot], errors: list[str]) -> Iterator[list[Slot]]:
+    """The slots changed as the errors say outright: the dtypes they ask for, then on top of that
+    (read once those tries have raised theirs: ``errors`` grows meanwhile) the ranks."""
+    typed = next(_with_dtypes(parameters, slots, errors), None)
+    if typed is not None:
+        yield typed
+    for base in ([typed] if typed is not None else []) + [slots]:
+        yield from _ranked(base, errors)
+
+
+# "labels must be torch.int32", "expected scalar type Int but found Long", "Expected tensor of dtype int32".
+_DTYPE_WANTED = re.compile(r"(?:(\w+) must be (?:of )?(?:type |dtype )?torch\.(int32|int64|int16|uint8)\b)|"
+                           r"expected scalar type (Int|Long|Short|Byte)\b|"
+                           r"\bExpected\b[^\n]{0,60}?\b(int32|int64)\b")
+_DTYPE_NAMES = {"Int": "int32", "Long": "int64", "Short": "int16", "Byte": "uint8"}
+# Integer tensors beside the activations: lengths and counts (`act_lens`, `target_lengths`).
+_COUNT_NAMES = re.compile(r"(?:^|_)(?:len|lens|length|lengths|counts?|sizes)$")
+
+
+def _with_dtypes(parameters: list[inspect.Parameter], slots: list[Slot], errors: list[str]) -> Iterator[list[Slot]]:
+    """The slots with the integer tensors an error asks another dtype of: the index tensors, and
+    the tensors guessed as floats that the error names or that are named like lengths, all of
+    them in the dtype asked (one error names the first input it checks; the others follow)."""
+    for error in errors:
+        match = _DTYPE_WANTED.search(error)
+        if match is None:
+            continue
+        dtype = match.group(2) or _DTYPE_NAMES.get(match.group(3) or "") or match.group(4)
+        named = match.group(1)
+        changed = []
+        for slot in slots:
+            counted = slot.kind == FLOAT and _guessed_tensor(parameters, slot) and \
+                (slot.name == named or _COUNT_NAMES.search(slot.name.lower()))
+            if slot.kind == INDEX or counted:
+                changed.append(replace(slot, kind=INDEX, dtype=dtype, rank=None, min_rank=None))
+            else:
+                changed.append(slot)
+        if changed != slots and any(slot.kind == FLOAT for slot in changed):
+            yield changed
+        return
+
+
+# --- objects that cannot be made up --------------------------------------------------------------
+
+def called_parameters(cls: type) -> list[str]:
+    """forward's parameters that forward calls (``fn(x)``) or that backward calls through ctx
+    (``ctx.op = op`` in forward, ``ctx.op(grad, ...)`` in backward), in forward's order."""
+    function = _forward_function(cls)
+    if function is None:
+        return []
+    parameters = [argument.arg for argument in function.args.args]
+    called: set[str] = set()
+    kept: dict[str, str] = {}  # ctx attribute -> the parameter stored in it
+    for node in ast.walk(function):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in parameters:
+            called.add(node.func.id)
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in parameters:
+            kept.update((target.attr, node.value.id) for target in node.targets if isinstance(target, ast.Attribute))
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls.backward)))
+    except (OSError, TypeError, SyntaxError):
+        tree = None
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in kept:
+            called.add(kept[node.func.attr])
+    return [name for name in parameters if name in called]
+
+
+_STAND_IN_LACKS = re.compile(r"'_Identity' object has no attribute '(\w+)'")
+_NOT_CALLABLE = re.compile(r"object is not callable")
+
+
+def needed_objects(cls: type, error: str) -> str:
+    """What the class needs that no guess can be (``""`` when the error is not about it): a
+    callable that forward or backward calls and a tensor stood in for, or an object whose
+    attributes forward reads where the small stand-in callable was passed."""
+    lacks = _STAND_IN_LACKS.search(error)
+    parameters = forward_parameters(cls) or []
+    if lacks:
+        stood_in = [p.name for p in parameters if CALLABLE_NAMES.match(p.name.lower()) or _CALLABLE_SUFFIX.search(p.name.lower())
+                    or p.name in called_parameters(cls)]
+        if not stood_in:  # a tensor retried as a callable: not what the class needs
+            return ""
+        names = ", ".join(f"`{name}`" for name in stood_in)
+        return (f"needs an object for {names} (forward reads its `.{lacks.group(1)}`; only a stand-in callable "
+                "was tried); declare an @example")
+    if _NOT_CALLABLE.search(error):
+        called = called_parameters(cls)
+        if not called:
+            return ""
+        names = ", ".join(f"`{name}`" for name in called)
+        return f"needs a callable object for {names} (forward or backward calls it); declare an @example"
+    return ""
