@@ -40,7 +40,18 @@ fallback), and reads them again as the second tries add theirs:
   compatible with [3, 4]"), a tensor whose last dimension is a Lie group's storage size drawn
   with a unit quaternion in it; and each tensor in turn as a column (3, 1) (a length scale that
   must broadcast).
+- what the errors name outright comes first (``_targeted``): a dtype ("labels must be
+  torch.int32", "expected scalar type Int": the index tensors and the tensors named like lengths
+  in that dtype), then, on top of it, a rank ("not enough values to unpack (expected 4, got 2)",
+  "must be 4D", "Dimension out of range ... but got 2": the float tensors with that many dimensions).
 All of it stays within ``inputs.SEARCH_BUDGET_S``.
+
+Forward's code fixes some shapes before any error (``read_ranks``): ``N, C, H, W = x.shape``
+unpacks exactly four dimensions, ``x[:, :, None, :]`` indexes at least three (``ranked_shape``:
+small, the last two sizes even and different, as forwards that halve need). A plain value that a
+name alone suggested (``low``) is a tensor where forward indexes it or reads its ``.shape``. A
+``grid`` beside an input is a sampling grid ``(B, *out, D)``, D the input's number of spatial
+dimensions (a plan of its own, first).
 
 Hyper-parameters stay Python numbers where something says so: a default, a name (``NAMED_VALUES``
 and the patterns of ``named_value``: ``keep_prob``, ``drop_rate``, ``num_bits``), a number that the
@@ -442,7 +453,9 @@ def retry_candidates(cls: type, errors: list[str], plain_values: Optional[dict[i
     # enough values to unpack (expected 4, got 2)").
     for variant in _targeted(parameters, slots, errors):
         yield from itertools.islice(_candidates_for(variant), 6)
-    guessed = [index for index, slot in enumerate(slots) if slot.kind == FLOAT and _guessed_tensor(parameters, slot)]
+    # (A tensor whose rank or last size forward's code reads is one for sure: not retried as a value.)
+    guessed = [index for index, slot in enumerate(slots) if slot.kind == FLOAT and _guessed_tensor(parameters, slot)
+               and slot.rank is None and slot.min_rank is None and slot.last is None]
     floats = sum(slot.kind == FLOAT for slot in slots)
     for index in guessed[:MAX_RETRIED_SLOTS] if floats > 1 else ():  # a tensor must be left to check
         for value in values:
