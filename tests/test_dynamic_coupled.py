@@ -20,8 +20,8 @@ pytest.importorskip("torch")
 MODULE = "fixtures/dynamic/coupled_retries.py"
 # Class -> words its inputs' detail must hold (each checked: gradcheck ran).
 CHECKED = {
-    "HalvePooled": "x (1, 3, 2, 4)",  # rank 4 from the unpacking, even H and W
-    "HalvePooledForgotQuarter": "x (1, 3, 2, 4)",
+    "HalvePooled": "x (2, 3, 2, 4)",  # rank 4 from the unpacking, even H and W
+    "HalvePooledForgotQuarter": "x (2, 3, 2, 4)",
     "FilterRows": "taps (1, 1, 4)",  # a guessed constant of three dimensions, as a filter's taps
     "SpanBetween": "low (4,)",  # not low=-0.5: forward indexes it
     "MaskedByLength": "lengths (3,) int32",
@@ -80,7 +80,7 @@ def test_ranks_dtypes_and_grids_read_from_code_and_errors():
                                    "of [-2, 1], but got 2)", "forward raised ValueError: log_probs must be 5D"]) \
         == [4, 3, 5]
     assert synthesis.wanted_ranks(["not enough values to unpack (expected 2, got 1)"]) == []  # plans cover 2
-    assert [synthesis.ranked_shape(rank) for rank in (3, 4, 5)] == [(3, 2, 4), (1, 3, 2, 4), (2, 1, 3, 2, 4)]
+    assert [synthesis.ranked_shape(rank) for rank in (3, 4, 5)] == [(3, 2, 4), (2, 3, 2, 4), (2, 2, 3, 2, 4)]
     slots = [synthesis.Slot("acts", synthesis.FLOAT, guessed=True), synthesis.Slot("labels", synthesis.INDEX),
              synthesis.Slot("act_lens", synthesis.FLOAT, guessed=True)]
     import inspect

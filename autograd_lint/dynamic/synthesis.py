@@ -922,8 +922,9 @@ def plain_value_hints(cls: type) -> dict[str, tuple[Any, ...]]:
 
 # A shape of each rank, the last two sizes even and different: forwards that unpack
 # `N, C, H, W = x.shape` often halve H and W (a stride-2 filter bank, `assert h % 2 == 0`).
-# Small (24 elements at rank 4): gradcheck perturbs every element.
-_RANKED = {1: (4,), 2: (2, 4), 3: (3, 2, 4), 4: (1, 3, 2, 4)}
+# Small (48 elements at rank 4): gradcheck perturbs every element. A batch of 2, not 1: a
+# backward that mixes the samples up is right on a batch of one.
+_RANKED = {1: (4,), 2: (2, 4), 3: (3, 2, 4), 4: (2, 3, 2, 4)}
 
 
 def ranked_shape(rank: int) -> tuple[int, ...]:
