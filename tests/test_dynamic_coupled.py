@@ -23,7 +23,7 @@ CHECKED = {
     "HalvePooled": "x (2, 3, 2, 4)",  # rank 4 from the unpacking, even H and W
     "HalvePooledForgotQuarter": "x (2, 3, 2, 4)",
     "FilterRows": "taps (1, 1, 4)",  # a guessed constant of three dimensions, as a filter's taps
-    "SpanBetween": "low (4,)",  # not low=-0.5: forward indexes it
+    "SpanBetween": "low (3, 2, 4)",  # not low=-0.5: forward indexes three of its dimensions
     "MaskedByLength": "lengths (3,) int32",
     "StopIfSingular": "singular (1,) without grad = 0",
     "SampleAt": "input (2, 3, 5, 6), grid (2, 4, 3, 2)",

@@ -49,7 +49,7 @@ All of it stays within ``inputs.SEARCH_BUDGET_S``.
 Forward's code fixes some shapes before any error (``read_ranks``): ``N, C, H, W = x.shape``
 unpacks exactly four dimensions, ``x[:, :, None, :]`` indexes at least three (``ranked_shape``:
 small, the last two sizes even and different, as forwards that halve need). A plain value that a
-name alone suggested (``low``) is a tensor where forward indexes it or reads its ``.shape``. A
+name alone suggested (``low``) is a tensor where forward fixes its rank so. A
 ``grid`` beside an input is a sampling grid ``(B, *out, D)``, D the input's number of spatial
 dimensions (a plan of its own, first).
 
@@ -932,11 +932,6 @@ def ranked_shape(rank: int) -> tuple[int, ...]:
     return _RANKED.get(rank) or (2,) * (rank - 4) + _RANKED[4]
 
 
-_TENSOR_ATTRIBUTES = frozenset({"shape", "ndim", "dim", "size", "dtype", "device", "view", "reshape", "unsqueeze",
-                                "squeeze", "permute", "transpose", "contiguous", "numel", "expand", "flip",
-                                "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor", "requires_grad"})
-
-
 def _forward_function(cls: type) -> Optional[ast.FunctionDef]:
     try:
         tree = ast.parse(textwrap.dedent(_forward_source(cls)))
@@ -989,19 +984,18 @@ def read_ranks(cls: type, slots: list[Slot]) -> list[Slot]:
 
 def _values_used_as_tensors(cls: type, slots: list[Slot]) -> list[Slot]:
     """The slots with a plain value that the parameter's name alone suggested (``low`` as a
-    bound) made a float tensor where forward uses the parameter as one: indexes it or reads its
-    ``.shape``, ``.view``, ``.dtype``. A default, an annotation or a call site still wins."""
+    bound) made a float tensor where forward's code fixes its rank (``read_ranks``: it unpacks
+    its shape or indexes three dimensions). A default, an annotation or a call site still wins.
+    Any other tensor use (``p[..., :3]``) is left to the second tries: forward's error ("'float'
+    object is not subscriptable") leads them to the last sizes, with unit quaternions where a
+    Lie group's layout asks for them, which a plain (3, 4) tensor would miss."""
     named = {slot.name for slot in slots if slot.kind == "value" and slot.from_name}
-    function = _forward_function(cls) if named else None
-    if function is None:
+    if not named:
         return slots
-    used = set()
-    for node in ast.walk(function):
-        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
-            used.add(node.value.id)
-        elif isinstance(node, ast.Attribute) and node.attr in _TENSOR_ATTRIBUTES and isinstance(node.value, ast.Name):
-            used.add(node.value.id)
-    return [Slot(slot.name, FLOAT, guessed=True) if slot.name in named & used else slot for slot in slots]
+    as_tensors = [Slot(slot.name, FLOAT, guessed=True) if slot.name in named else slot for slot in slots]
+    ranked = {slot.name for slot in read_ranks(cls, as_tensors)
+              if slot.name in named and (slot.rank is not None or slot.min_rank is not None)}
+    return [Slot(slot.name, FLOAT, guessed=True) if slot.name in ranked else slot for slot in slots]
 
 
 # --- ranks and dtypes that forward's errors ask for ------------------------------------------------
