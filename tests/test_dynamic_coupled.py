@@ -27,6 +27,7 @@ CHECKED = {
     "MaskedByLength": "lengths (3,) int32",
     "StopIfSingular": "singular (1,) without grad = 0",
     "SampleAt": "input (2, 3, 5, 6), grid (2, 4, 3, 2)",
+    "SplatOnto": "input (2, 3, 4, 3), grid (2, 4, 3, 2), shape=(5, 6)",
 }
 
 

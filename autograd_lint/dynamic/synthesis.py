@@ -51,7 +51,8 @@ unpacks exactly four dimensions, ``x[:, :, None, :]`` indexes at least three (``
 small, the last two sizes even and different, as forwards that halve need). A plain value that a
 name alone suggested (``low``) is a tensor where forward fixes its rank so. A
 ``grid`` beside an input is a sampling grid ``(B, *out, D)``, D the input's number of spatial
-dimensions (a plan of its own, first).
+dimensions (a plan of its own, first), and a size parameter beside it (``shape``) the spatial size
+(``Plan.size``), the input then also tried as what is pushed there, ``(B, C, *out)``.
 
 Hyper-parameters stay Python numbers where something says so: a default, a name (``NAMED_VALUES``
 and the patterns of ``named_value``: ``keep_prob``, ``drop_rate``, ``num_bits``), a number that the
@@ -138,6 +139,7 @@ class Plan:
     name: str
     shape_of: Callable[[int, str], tuple[int, ...]]  # (index among float tensors, name) -> shape
     index_column: bool = False  # index tensors (N, 1), as gather/scatter along dim 1 need, not (N,)
+    size: Optional[tuple[int, ...]] = None  # what a size parameter (``shape``) is in this plan, if not the first tensor's
 
 
 def forward_parameters(cls: type) -> Optional[list[inspect.Parameter]]:
@@ -238,7 +240,7 @@ def _annotation_text(annotation: Any) -> str:
         else str(annotation).lower()
 
 
-def plans(float_names: list[str], has_index: bool = False) -> list[Plan]:
+def plans(float_names: list[str], has_index: bool = False, has_size: bool = False) -> list[Plan]:
     """Shape plans for the float tensors, most common first; only those that fit the names."""
     names = [name.lower() for name in float_names]
     has_weight = any(name in WEIGHT_NAMES for name in names)
@@ -246,13 +248,21 @@ def plans(float_names: list[str], has_index: bool = False) -> list[Plan]:
     same = Plan("same (3, 4)", lambda i, n: (3, 4))
     result = []
     grids = [name for name in names if _GRID_NAMES.search(name)]
-    if grids and len(names) > 1:
+    if grids and (len(names) > 1 or has_size):
         # A sampling grid (B, *out, D) beside an input (B, C, *spatial): D, the grid's last size, is
-        # the input's number of spatial dimensions (grid_sample, spline interpolation, warps).
+        # the input's number of spatial dimensions (grid_sample, spline interpolation, warps). A
+        # size parameter beside it is the spatial size; then the input may be what is pushed
+        # (splatted) there instead, (B, C, *out).
         for spatial in ((5, 6), (5,)):
+            out = (4, 3)[:len(spatial)]
+            grid_shape = (2, *out, len(spatial))
             result.append(Plan(f"sampling grid, {len(spatial)} spatial dimension(s)",
-                               lambda i, n, spatial=spatial: (2, 4, 3)[:len(spatial) + 1] + (len(spatial),)
-                               if n in grids else (2, 3) + spatial))
+                               lambda i, n, spatial=spatial, grid_shape=grid_shape: grid_shape
+                               if n in grids else (2, 3) + spatial, size=spatial))
+            if has_size and len(names) > 1:
+                result.append(Plan(f"sampling grid, pushed onto {len(spatial)} spatial dimension(s)",
+                                   lambda i, n, out=out, grid_shape=grid_shape: grid_shape
+                                   if n in grids else (2, 3) + out, size=spatial))
     if has_weight or has_bias:
         result.append(Plan("linear", lambda i, n: (5, 4) if n.lower() in WEIGHT_NAMES
                            else (5,) if n.lower() in BIAS_NAMES else (3, 4)))
@@ -335,7 +345,8 @@ def _candidates_for(slots: list[Slot]) -> Iterator[Candidate]:
     has_index = any(slot.kind == INDEX for slot in slots)
     value_choices = _value_choices(slots)
     guessed = _guessed_positions(slots)
-    for plan in plans(float_names, has_index) if float_names else [Plan("no float tensor", lambda i, n: ())]:
+    has_size = any(slot.kind == SHAPE for slot in slots)
+    for plan in plans(float_names, has_index, has_size) if float_names else [Plan("no float tensor", lambda i, n: ())]:
         for values in value_choices:
             for low, high in VALUE_RANGES:
                 specs, detail = _arguments(slots, plan, values, low, high)
@@ -381,7 +392,7 @@ def _arguments(slots: list[Slot], plan: Plan, values: tuple, low: float, high: f
             arguments.append(value)
             described.append(f"{slot.name}={value!r} (the leading size)")
         elif slot.kind == SHAPE:
-            like = first_shape or (plan.shape_of(0, first_float) if first_float else (3, 4))
+            like = plan.size or first_shape or (plan.shape_of(0, first_float) if first_float else (3, 4))
             value = shape_value(next(value_iter), like)
             arguments.append(value)
             described.append(f"{slot.name}={value!r}")
