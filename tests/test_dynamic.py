@@ -508,10 +508,10 @@ def test_synthesized_shapes_give_each_dimension_its_own_size(fixture_run):
     wrong = runtime(findings, "swapped_axes.py", "AGL903")
     assert set(wrong) == {"RowMeanPool"}, wrong
     assert wrong["RowMeanPool"]["message"] == (
-        "RowMeanPool: gradient for input 0 (`x`) has shape (2, 3, 5, 4), the input (2, 3, 4, 5) "
-        "(the same sizes in another order: axes swapped)")
+        "RowMeanPool: gradient for input 0 (`x`) has shape (2, 3, 4, 2), the input (2, 3, 2, 4) "
+        "(the same sizes in another order: axes swapped)")  # rank 4: forward unpacks `n, c, h, w = x.shape`
     _plain_gradcheck_passes(DYNAMIC / "swapped_axes.py", "RowMeanPool", (2, 3, 4, 4))
-    assert function(report, "RowMeanPoolRight")["inputs"]["shapes"] == "(2, 3, 4, 5)"
+    assert function(report, "RowMeanPoolRight")["inputs"]["shapes"] == "(2, 3, 2, 4)"
     # A forward that refuses every non-square plan still gets inputs: the square plans come last.
     assert function(report, "SquareOnly")["inputs"]["shapes"] == "(4, 4)"
     assert not [f for f in findings if f["function_class"] in ("RowMeanPoolRight", "SquareOnly")

@@ -40,7 +40,19 @@ fallback), and reads them again as the second tries add theirs:
   compatible with [3, 4]"), a tensor whose last dimension is a Lie group's storage size drawn
   with a unit quaternion in it; and each tensor in turn as a column (3, 1) (a length scale that
   must broadcast).
+- what the errors name outright comes first (``_targeted``): a dtype ("labels must be
+  torch.int32", "expected scalar type Int": the index tensors and the tensors named like lengths
+  in that dtype), then, on top of it, a rank ("not enough values to unpack (expected 4, got 2)",
+  "must be 4D", "Dimension out of range ... but got 2": the float tensors with that many dimensions).
 All of it stays within ``inputs.SEARCH_BUDGET_S``.
+
+Forward's code fixes some shapes before any error (``read_ranks``): ``N, C, H, W = x.shape``
+unpacks exactly four dimensions, ``x[:, :, None, :]`` indexes at least three (``ranked_shape``:
+small, the last two sizes even and different, as forwards that halve need). A plain value that a
+name alone suggested (``low``) is a tensor where forward fixes its rank so. A
+``grid`` beside an input is a sampling grid ``(B, *out, D)``, D the input's number of spatial
+dimensions (a plan of its own, first), and a size parameter beside it (``shape``) the spatial size
+(``Plan.size``), the input then also tried as what is pushed there, ``(B, C, *out)``.
 
 Hyper-parameters stay Python numbers where something says so: a default, a name (``NAMED_VALUES``
 and the patterns of ``named_value``: ``keep_prob``, ``drop_rate``, ``num_bits``), a number that the
@@ -99,6 +111,8 @@ WEIGHT_NAMES = frozenset({"weight", "weights", "kernel", "filters", "weight_t"})
 BIAS_NAMES = frozenset({"bias", "bias_t", "biases"})
 
 VALUE_RANGES = ((-1.0, 1.0), (0.5, 2.0))
+# Tensors of sampling positions whose last size is the number of spatial dimensions of another.
+_GRID_NAMES = re.compile(r"^(?:grid|sample_grid|sampling_grid|coords|coordinates|flow|deformation|displacement)$")
 
 
 @dataclass(frozen=True)
@@ -115,6 +129,9 @@ class Slot:
     domain: Optional[tuple[float, float]] = None  # the values the documentation allows (``stated_domains``)
     from_name: bool = False  # a plain value that the parameter's name alone suggested
     last: Optional[int] = None  # the last dimension's size that the class states (``stated_last_sizes``)
+    rank: Optional[int] = None  # the number of dimensions forward unpacks from the shape (``read_ranks``)
+    min_rank: Optional[int] = None  # at least this many dimensions: forward indexes that many (``read_ranks``)
+    dtype: str = "int64"  # an index tensor's dtype (int32 where forward's error asks for it)
 
 
 @dataclass
@@ -122,6 +139,7 @@ class Plan:
     name: str
     shape_of: Callable[[int, str], tuple[int, ...]]  # (index among float tensors, name) -> shape
     index_column: bool = False  # index tensors (N, 1), as gather/scatter along dim 1 need, not (N,)
+    size: Optional[tuple[int, ...]] = None  # what a size parameter (``shape``) is in this plan, if not the first tensor's
 
 
 def forward_parameters(cls: type) -> Optional[list[inspect.Parameter]]:
@@ -222,13 +240,29 @@ def _annotation_text(annotation: Any) -> str:
         else str(annotation).lower()
 
 
-def plans(float_names: list[str], has_index: bool = False) -> list[Plan]:
+def plans(float_names: list[str], has_index: bool = False, has_size: bool = False) -> list[Plan]:
     """Shape plans for the float tensors, most common first; only those that fit the names."""
     names = [name.lower() for name in float_names]
     has_weight = any(name in WEIGHT_NAMES for name in names)
     has_bias = any(name in BIAS_NAMES for name in names)
     same = Plan("same (3, 4)", lambda i, n: (3, 4))
     result = []
+    grids = [name for name in names if _GRID_NAMES.search(name)]
+    if grids and (len(names) > 1 or has_size):
+        # A sampling grid (B, *out, D) beside an input (B, C, *spatial): D, the grid's last size, is
+        # the input's number of spatial dimensions (grid_sample, spline interpolation, warps). A
+        # size parameter beside it is the spatial size; then the input may be what is pushed
+        # (splatted) there instead, (B, C, *out).
+        for spatial in ((5, 6), (5,)):
+            out = (4, 3)[:len(spatial)]
+            grid_shape = (2, *out, len(spatial))
+            result.append(Plan(f"sampling grid, {len(spatial)} spatial dimension(s)",
+                               lambda i, n, spatial=spatial, grid_shape=grid_shape: grid_shape
+                               if n in grids else (2, 3) + spatial, size=spatial))
+            if has_size and len(names) > 1:
+                result.append(Plan(f"sampling grid, pushed onto {len(spatial)} spatial dimension(s)",
+                                   lambda i, n, out=out, grid_shape=grid_shape: grid_shape
+                                   if n in grids else (2, 3) + out, size=spatial))
     if has_weight or has_bias:
         result.append(Plan("linear", lambda i, n: (5, 4) if n.lower() in WEIGHT_NAMES
                            else (5,) if n.lower() in BIAS_NAMES else (3, 4)))
@@ -289,7 +323,7 @@ def class_slots(cls: type, plain_values: Optional[dict[int, Any]] = None) -> Opt
         elif slot.kind == "value":  # the user's own number first, then the name's guess
             slots[position] = replace(slot, values=(value, *[other for other in slot.values if other != value]),
                                       from_name=False)
-    return stated_last_sizes(cls, stated_domains(cls, slots))
+    return stated_last_sizes(cls, stated_domains(cls, read_ranks(cls, _values_used_as_tensors(cls, slots))))
 
 
 def slots_for(parameters: list[inspect.Parameter], plain_values: Optional[dict[int, Any]] = None) -> Optional[list[Slot]]:
@@ -311,7 +345,8 @@ def _candidates_for(slots: list[Slot]) -> Iterator[Candidate]:
     has_index = any(slot.kind == INDEX for slot in slots)
     value_choices = _value_choices(slots)
     guessed = _guessed_positions(slots)
-    for plan in plans(float_names, has_index) if float_names else [Plan("no float tensor", lambda i, n: ())]:
+    has_size = any(slot.kind == SHAPE for slot in slots)
+    for plan in plans(float_names, has_index, has_size) if float_names else [Plan("no float tensor", lambda i, n: ())]:
         for values in value_choices:
             for low, high in VALUE_RANGES:
                 specs, detail = _arguments(slots, plan, values, low, high)
@@ -337,6 +372,10 @@ def _arguments(slots: list[Slot], plan: Plan, values: tuple, low: float, high: f
                 shape = slot.shape
             else:
                 shape = plan.shape_of(float_index, slot.name)
+                if slot.rank is not None and len(shape) != slot.rank:
+                    shape = ranked_shape(slot.rank)
+                elif slot.min_rank is not None and len(shape) < slot.min_rank:
+                    shape = ranked_shape(slot.min_rank)
                 if slot.last is not None:
                     shape = (*shape[:-1], slot.last) if shape else (slot.last,)
                 first_shape = shape if first_shape is None else first_shape
@@ -353,7 +392,7 @@ def _arguments(slots: list[Slot], plan: Plan, values: tuple, low: float, high: f
             arguments.append(value)
             described.append(f"{slot.name}={value!r} (the leading size)")
         elif slot.kind == SHAPE:
-            like = first_shape or (plan.shape_of(0, first_float) if first_float else (3, 4))
+            like = plan.size or first_shape or (plan.shape_of(0, first_float) if first_float else (3, 4))
             value = shape_value(next(value_iter), like)
             arguments.append(value)
             described.append(f"{slot.name}={value!r}")
@@ -362,8 +401,8 @@ def _arguments(slots: list[Slot], plan: Plan, values: tuple, low: float, high: f
             base = first_shape or (3, 4)
             size = base[0] if base else 3
             shape = (size, 1) if plan.index_column else (size,)
-            arguments.append(TensorSpec(shape, dtype="int64", low=0, high=max(1, min(base or (3,)))))
-            described.append(f"{slot.name} {shape} int64")
+            arguments.append(TensorSpec(shape, dtype=slot.dtype, low=0, high=max(1, min(base or (3,)))))
+            described.append(f"{slot.name} {shape} {slot.dtype}")
         elif slot.kind == MASK:
             arguments.append(TensorSpec(first_shape or (3, 4), dtype="bool"))
             described.append(f"{slot.name} mask")
@@ -421,7 +460,13 @@ def retry_candidates(cls: type, errors: list[str], plain_values: Optional[dict[i
     text = " ".join(errors)
     values = next((wanted for pattern, wanted in _WANTS if pattern.search(text)), _ANY_VALUE)
     values = values + tuple(value for value in _ANY_VALUE if value not in values)
-    guessed = [index for index, slot in enumerate(slots) if slot.kind == FLOAT and _guessed_tensor(parameters, slot)]
+    # What the errors name outright first: a dtype ("labels must be torch.int32"), a rank ("not
+    # enough values to unpack (expected 4, got 2)").
+    for variant in _targeted(parameters, slots, errors):
+        yield from itertools.islice(_candidates_for(variant), 6)
+    # (A tensor whose rank or last size forward's code reads is one for sure: not retried as a value.)
+    guessed = [index for index, slot in enumerate(slots) if slot.kind == FLOAT and _guessed_tensor(parameters, slot)
+               and slot.rank is None and slot.min_rank is None and slot.last is None]
     floats = sum(slot.kind == FLOAT for slot in slots)
     for index in guessed[:MAX_RETRIED_SLOTS] if floats > 1 else ():  # a tensor must be left to check
         for value in values:
@@ -609,6 +654,9 @@ def _as_single_elements(slots: list[Slot]) -> Iterator[list[Slot]]:
     for target in floats if len(floats) > 1 else ():
         if target.guessed:
             yield [replace(slot, shape=(1,), no_grad=True) if slot is target else slot for slot in slots]
+            # A flag read with `.item()` (`if singular.item(): raise ...`): a random value is true.
+            yield [replace(slot, shape=(1,), no_grad=True, domain=(0.0, 0.0)) if slot is target else slot
+                   for slot in slots]
 
 
 def _values_as_tensors(parameters: list[inspect.Parameter], slots: list[Slot]) -> Optional[list[Slot]]:
@@ -879,3 +927,212 @@ def plain_value_hints(cls: type) -> dict[str, tuple[Any, ...]]:
     for name in (dimensions - computed - tested) & parameters:
         hints.setdefault(name, (-1,))
     return hints
+
+
+# --- ranks that forward's code reads --------------------------------------------------------------
+
+# A shape of each rank, the last two sizes even and different: forwards that unpack
+# `N, C, H, W = x.shape` often halve H and W (a stride-2 filter bank, `assert h % 2 == 0`).
+# Small (48 elements at rank 4): gradcheck perturbs every element. A batch of 2, not 1: a
+# backward that mixes the samples up is right on a batch of one.
+_RANKED = {1: (4,), 2: (2, 4), 3: (3, 2, 4), 4: (2, 3, 2, 4)}
+
+
+def ranked_shape(rank: int) -> tuple[int, ...]:
+    """A shape of ``rank`` dimensions for a tensor whose rank forward's code fixes."""
+    return _RANKED.get(rank) or (2,) * (rank - 4) + _RANKED[4]
+
+
+def _forward_function(cls: type) -> Optional[ast.FunctionDef]:
+    try:
+        tree = ast.parse(textwrap.dedent(_forward_source(cls)))
+    except SyntaxError:
+        return None
+    return next((node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)), None)
+
+
+def _shape_read(node: ast.AST) -> Optional[str]:
+    """The name whose whole shape ``node`` reads: ``x.shape``, ``x.size()``."""
+    if isinstance(node, ast.Attribute) and node.attr == "shape" and isinstance(node.value, ast.Name):
+        return node.value.id
+    if isinstance(node, ast.Call) and not node.args and not node.keywords and isinstance(node.func, ast.Attribute) \
+            and node.func.attr == "size" and isinstance(node.func.value, ast.Name):
+        return node.func.value.id
+    return None
+
+
+def read_ranks(cls: type, slots: list[Slot]) -> list[Slot]:
+    """The slots with a float tensor's rank where forward's code fixes it: ``N, C, H, W = x.shape``
+    unpacks exactly four dimensions (a guess of two raises "not enough values to unpack"), and
+    ``x[:, :, None, :]`` indexes at least three. Indexing with ``...`` says nothing of the rank."""
+    floats = {slot.name for slot in slots if slot.kind == FLOAT and slot.shape is None}
+    function = _forward_function(cls) if floats else None
+    if function is None:
+        return slots
+    exact: dict[str, int] = {}
+    indexed: dict[str, Optional[int]] = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], (ast.Tuple, ast.List)):
+            elements = node.targets[0].elts
+            name = _shape_read(node.value)
+            if name in floats and not any(isinstance(element, ast.Starred) for element in elements):
+                exact.setdefault(name, len(elements))
+        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in floats:
+            items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            name = node.value.id
+            if any(isinstance(item, ast.Constant) and item.value is Ellipsis for item in items) or \
+                    (name in indexed and indexed[name] is None):
+                indexed[name] = None  # `x[..., 0]`: any rank
+                continue
+            count = sum(not (isinstance(item, ast.Constant) and item.value is None) for item in items)
+            indexed[name] = max(count, indexed.get(name) or 0)
+    if not exact and not any(indexed.values()):
+        return slots
+    return [replace(slot, rank=exact[slot.name]) if slot.name in exact and slot.kind == FLOAT
+            else replace(slot, min_rank=indexed[slot.name]) if slot.kind == FLOAT and (indexed.get(slot.name) or 0) > 2
+            else slot for slot in slots]
+
+
+def _values_used_as_tensors(cls: type, slots: list[Slot]) -> list[Slot]:
+    """The slots with a plain value that the parameter's name alone suggested (``low`` as a
+    bound) made a float tensor where forward's code fixes its rank (``read_ranks``: it unpacks
+    its shape or indexes three dimensions). A default, an annotation or a call site still wins.
+    Any other tensor use (``p[..., :3]``) is left to the second tries: forward's error ("'float'
+    object is not subscriptable") leads them to the last sizes, with unit quaternions where a
+    Lie group's layout asks for them, which a plain (3, 4) tensor would miss."""
+    named = {slot.name for slot in slots if slot.kind == "value" and slot.from_name}
+    if not named:
+        return slots
+    as_tensors = [Slot(slot.name, FLOAT, guessed=True) if slot.name in named else slot for slot in slots]
+    ranked = {slot.name for slot in read_ranks(cls, as_tensors)
+              if slot.name in named and (slot.rank is not None or slot.min_rank is not None)}
+    return [Slot(slot.name, FLOAT, guessed=True) if slot.name in ranked else slot for slot in slots]
+
+
+# --- ranks and dtypes that forward's errors ask for ------------------------------------------------
+
+_UNPACKED_RANK = re.compile(r"not enough values to unpack \(expected (\d+), got \d+\)|"
+                            r"too many values to unpack \(expected (\d+)")
+_STATED_RANK = re.compile(r"(?:must be|should be|[Ee]xpected(?: a)?) (\d)-?D\b")
+_DIMENSION_OUT_OF_RANGE = re.compile(r"Dimension out of range \(expected to be in range of \[-\d+, \d+\], "
+                                     r"but got (-?\d+)\)")
+MAX_RANK = 6
+
+
+def wanted_ranks(errors: list[str]) -> list[int]:
+    """Ranks (3 to 6) that the errors ask for: a shape unpacked into more names than a guess has
+    dimensions, a dimension index past a guess's last one."""
+    ranks: list[int] = []
+    for error in errors:
+        for match in _UNPACKED_RANK.finditer(error):
+            ranks.append(int(match.group(1) or match.group(2)))
+        ranks.extend(int(match.group(1)) for match in _STATED_RANK.finditer(error))
+        for match in _DIMENSION_OUT_OF_RANGE.finditer(error):
+            got = int(match.group(1))
+            ranks.append(got + 1 if got >= 0 else -got)
+    return [rank for rank in dict.fromkeys(ranks) if 3 <= rank <= MAX_RANK]
+
+
+def _ranked(slots: list[Slot], errors: list[str]) -> Iterator[list[Slot]]:
+    """The slots with the float tensors whose rank nothing fixed given a rank an error asks for:
+    all of them, then the first one alone."""
+    free = [slot.name for slot in slots if slot.kind == FLOAT and slot.shape is None and slot.rank is None]
+    for rank in wanted_ranks(errors) if free else ():
+        yield [replace(slot, min_rank=rank) if slot.name in free else slot for slot in slots]
+        if len(free) > 1:
+            yield [replace(slot, min_rank=rank) if slot.name == free[0] else slot for slot in slots]
+
+
+def _targeted(parameters: list[inspect.Parameter], slots: list[Slot], errors: list[str]) -> Iterator[list[Slot]]:
+    """The slots changed as the errors say outright: the dtypes they ask for, then on top of that
+    (read once those tries have raised theirs: ``errors`` grows meanwhile) the ranks."""
+    typed = next(_with_dtypes(parameters, slots, errors), None)
+    if typed is not None:
+        yield typed
+    for base in ([typed] if typed is not None else []) + [slots]:
+        yield from _ranked(base, errors)
+
+
+# "labels must be torch.int32", "expected scalar type Int but found Long", "Expected tensor of dtype int32".
+_DTYPE_WANTED = re.compile(r"(?:(\w+) must be (?:of )?(?:type |dtype )?torch\.(int32|int64|int16|uint8)\b)|"
+                           r"expected scalar type (Int|Long|Short|Byte)\b|"
+                           r"\bExpected\b[^\n]{0,60}?\b(int32|int64)\b")
+_DTYPE_NAMES = {"Int": "int32", "Long": "int64", "Short": "int16", "Byte": "uint8"}
+# Integer tensors beside the activations: lengths and counts (`act_lens`, `target_lengths`).
+_COUNT_NAMES = re.compile(r"(?:^|_)(?:len|lens|length|lengths|counts?|sizes)$")
+
+
+def _with_dtypes(parameters: list[inspect.Parameter], slots: list[Slot], errors: list[str]) -> Iterator[list[Slot]]:
+    """The slots with the integer tensors an error asks another dtype of: the index tensors, and
+    the tensors guessed as floats that the error names or that are named like lengths, all of
+    them in the dtype asked (one error names the first input it checks; the others follow)."""
+    for error in errors:
+        match = _DTYPE_WANTED.search(error)
+        if match is None:
+            continue
+        dtype = match.group(2) or _DTYPE_NAMES.get(match.group(3) or "") or match.group(4)
+        named = match.group(1)
+        changed = []
+        for slot in slots:
+            counted = slot.kind == FLOAT and _guessed_tensor(parameters, slot) and \
+                (slot.name == named or _COUNT_NAMES.search(slot.name.lower()))
+            if slot.kind == INDEX or counted:
+                changed.append(replace(slot, kind=INDEX, dtype=dtype, rank=None, min_rank=None))
+            else:
+                changed.append(slot)
+        if changed != slots and any(slot.kind == FLOAT for slot in changed):
+            yield changed
+        return
+
+
+# --- objects that cannot be made up --------------------------------------------------------------
+
+def called_parameters(cls: type) -> list[str]:
+    """forward's parameters that forward calls (``fn(x)``) or that backward calls through ctx
+    (``ctx.op = op`` in forward, ``ctx.op(grad, ...)`` in backward), in forward's order."""
+    function = _forward_function(cls)
+    if function is None:
+        return []
+    parameters = [argument.arg for argument in function.args.args]
+    called: set[str] = set()
+    kept: dict[str, str] = {}  # ctx attribute -> the parameter stored in it
+    for node in ast.walk(function):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in parameters:
+            called.add(node.func.id)
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in parameters:
+            kept.update((target.attr, node.value.id) for target in node.targets if isinstance(target, ast.Attribute))
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls.backward)))
+    except (OSError, TypeError, SyntaxError):
+        tree = None
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in kept:
+            called.add(kept[node.func.attr])
+    return [name for name in parameters if name in called]
+
+
+_STAND_IN_LACKS = re.compile(r"'_Identity' object has no attribute '(\w+)'")
+_NOT_CALLABLE = re.compile(r"object is not callable")
+
+
+def needed_objects(cls: type, error: str) -> str:
+    """What the class needs that no guess can be (``""`` when the error is not about it): a
+    callable that forward or backward calls and a tensor stood in for, or an object whose
+    attributes forward reads where the small stand-in callable was passed."""
+    lacks = _STAND_IN_LACKS.search(error)
+    parameters = forward_parameters(cls) or []
+    if lacks:
+        stood_in = [p.name for p in parameters if CALLABLE_NAMES.match(p.name.lower()) or _CALLABLE_SUFFIX.search(p.name.lower())
+                    or p.name in called_parameters(cls)]
+        if not stood_in:  # a tensor retried as a callable: not what the class needs
+            return ""
+        names = ", ".join(f"`{name}`" for name in stood_in)
+        return (f"needs an object for {names} (forward reads its `.{lacks.group(1)}`; only a stand-in callable "
+                "was tried); declare an @example")
+    if _NOT_CALLABLE.search(error):
+        called = called_parameters(cls)
+        if not called:
+            return ""
+        names = ", ".join(f"`{name}`" for name in called)
+        return f"needs a callable object for {names} (forward or backward calls it); declare an @example"
+    return ""
