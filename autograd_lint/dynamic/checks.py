@@ -91,6 +91,9 @@ class RuntimeFinding:
     kinds: tuple[str, ...] = ()
     # For a runtime code graded by harm (AGL906): this finding's severity; empty: the catalogue's.
     level: str = ""
+    # AGL903: every wrong shape is a gradient for a smaller input that broadcasts to the one
+    # given (a 0-d gradient for a (3, 4) input): on guessed shapes, the guess's doing (child.py).
+    smaller_inputs_only: bool = False
 
 
 @dataclass
@@ -151,7 +154,9 @@ def _run_checks(cls: type, make_inputs: Callable[[], tuple], names: list[str],
     report.ran.append("raw backward")
     if raw_problems:
         report.findings.append(RuntimeFinding("AGL903", "; ".join(text for _, text in raw_problems),
-                                              tuple(dict.fromkeys(kind for kind, _ in raw_problems))))
+                                              tuple(dict.fromkeys(kind for kind, _ in raw_problems)),
+                                              smaller_inputs_only=all(text.endswith(_SMALLER_INPUT)
+                                                                      for _, text in raw_problems)))
     if blocking:  # autograd itself would raise: gradcheck would only repeat the same error
         report.skipped.append("gradcheck: backward's result is rejected by autograd (AGL903)")
         return report
@@ -386,7 +391,8 @@ def raw_backward_problems(cls: type, make_inputs: Callable[[], tuple],
             swapped = sorted(grad.shape) == sorted(value.shape)
             problems.append(("shape", f"gradient for {what} has shape {tuple(grad.shape)}, "
                                       f"the input {tuple(value.shape)}"
-                                      + (" (the same sizes in another order: axes swapped)" if swapped else "")))
+                                      + (" (the same sizes in another order: axes swapped)" if swapped else "")
+                                      + (_SMALLER_INPUT if _broadcasts_to(grad.shape, value.shape) else "")))
             blocking = True
         if grad.dtype != value.dtype and not _cast_back(grad, value, outputs):
             problems.append(("dtype", f"gradient for {what} is {_dtype(grad)}, the input {_dtype(value)} "
@@ -395,6 +401,19 @@ def raw_backward_problems(cls: type, make_inputs: Callable[[], tuple],
             problems.append(("device", f"gradient for {what} is on {grad.device}, the input on {value.device}"))
             blocking = True
     return problems, blocking
+
+
+# Said of a gradient shaped for a smaller input that broadcasts to the one given (0-d for (3, 4)).
+_SMALLER_INPUT = ", the shape of a smaller input that broadcasts to it"
+
+
+def _broadcasts_to(smaller: torch.Size, shape: torch.Size) -> bool:
+    if smaller.numel() >= shape.numel():
+        return False
+    try:
+        return torch.broadcast_shapes(smaller, shape) == shape
+    except RuntimeError:
+        return False
 
 
 def _cast_back(grad: torch.Tensor, value: torch.Tensor, outputs: list) -> bool:

@@ -1,0 +1,39 @@
+"""``--dynamic``: an error that a guessed input may have caused is a warning that says so, and the
+same wrong backward on declared inputs, or wrong whatever the guess, stays an error
+(fixtures/dynamic/guessed_values.py; the real CLI, one child, wide time limits)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import REPO_ROOT, WIDE_DYNAMIC_TIMEOUT, assert_no_traceback, run_cli
+
+pytest.importorskip("torch")
+
+MODULE = "fixtures/dynamic/guessed_values.py"
+
+
+@pytest.fixture(scope="module")
+def findings():
+    result = run_cli("--dynamic", "--dynamic-timeout", WIDE_DYNAMIC_TIMEOUT, "--format", "json", "--no-cache",
+                     "--select", "AGL9", MODULE, cwd=REPO_ROOT, timeout=900)
+    assert_no_traceback(result)
+    assert result.returncode == 1, result.stderr
+    return {(f["function_class"], f["code"]): f for f in json.loads(result.stdout)["findings"]}
+
+
+def test_a_gradient_scaled_by_a_guessed_number_is_a_warning(findings):
+    damped = findings[("DampedSurrogate", "AGL901")]
+    assert damped["severity"] == "warning"
+    assert "with the guessed numbers `leak`, `damping` all 1.0 gradcheck passes" in damped["message"]
+    assert findings[("DampedButWrong", "AGL901")]["severity"] == "error"
+
+
+def test_a_gradient_shaped_for_another_guess_is_a_warning(findings):
+    guessed = findings[("MembraneDecay", "AGL903")]
+    assert guessed["severity"] == "warning"
+    assert "the inputs' shapes were guessed, and the class may be meant for that smaller shape" in guessed["message"]
+    declared = findings[("MembraneDecayDeclared", "AGL903")]
+    assert declared["severity"] == "error" and "guessed" not in declared["message"]
