@@ -911,7 +911,8 @@ def _parsed_remote(source: ClassSource) -> Optional[ParsedClass]:
     ``RemoteClass.span`` places them on line 0, and the pipeline drops findings there."""
     if source not in _REMOTE_PARSED:
         try:
-            _REMOTE_PARSED[source] = RemoteClass(cst.parse_module(source.text))
+            _REMOTE_PARSED[source] = RemoteClass(cst.parse_module(source.text), source.path, source.line,
+                                                 source.column)
         except (cst.ParserSyntaxError, StopIteration):
             _REMOTE_PARSED[source] = None
     return _REMOTE_PARSED[source]

@@ -73,13 +73,28 @@ class ParsedClass:
 
 class RemoteClass(ParsedClass):
     """A class of another file (a Function base class a subclass here inherits methods from):
-    its positions are not this file's, so they are all line 0, which the pipeline never reports."""
+    its positions are not this file's, so they are all line 0, which the pipeline never reports.
+    ``elsewhere`` gives a node's place in its own file, for a related location."""
 
-    def __init__(self, module: cst.Module) -> None:
+    def __init__(self, module: cst.Module, path: str = "", first_line: int = 1, indent: int = 0) -> None:
+        """``path``: its file ("" when not known); ``first_line``, ``indent``: where the
+        (dedented) text of the class starts in it."""
         super().__init__(module, 0, 0, frozenset())
+        self.path = path
+        self._first_line = first_line
+        self._indent = indent
 
     def span(self, node: cst.CSTNode) -> Span:
         return Span(0, 0, 0, 0)
+
+    def elsewhere(self, node: cst.CSTNode) -> Optional[tuple[str, Span]]:
+        """Where ``node`` lies in the class's own file; None when that file is not known."""
+        if not self.path:
+            return None
+        line, column, end_line, end_column = self._tree.positions[node]
+        offset = self._first_line - 1
+        return self.path, Span(line + offset, column + 1 + self._indent, end_line + offset,
+                               end_column + 1 + self._indent)
 
 
 def parse_class(lines: list[str], node: ast.ClassDef, taken: Optional[set[SnippetTree]] = None) -> ParsedClass:
