@@ -357,3 +357,33 @@ async def test_an_unsaved_base_class_updates_its_subclass_in_another_buffer(clie
     client.diagnostics.pop(sub_uri, None)
     client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri=base_uri)))
     assert codes(await _diagnostics(client, sub_uri)) == []
+
+
+@pytest.mark.needs_engine
+@pytest.mark.asyncio
+async def test_a_diagnostic_carries_its_related_locations(client: LanguageClient, tmp_path: Path):
+    """The subclass's AGL101 counts its backward against the forward it inherits from base.py:
+    that ``def`` is the diagnostic's related information (base.py's URI, 0-based position); an
+    AGL302 write is related to where forward saved the tensor, in the same buffer."""
+    (tmp_path / "pyproject.toml").write_text("[tool.autograd-lint]\n", encoding="utf-8")
+    base, sub = tmp_path / "base.py", tmp_path / "sub.py"
+    base.write_text(BASE_CLASS.replace("def forward(ctx, x):", "def forward(ctx, x, shift):"), encoding="utf-8")
+    sub.write_text(SUBCLASS, encoding="utf-8")
+    (diagnostic,) = [d for d in await _diagnostics(client, _open(client, sub)) if d.code == "AGL101"]
+    (related,) = diagnostic.related_information
+    assert related.location.uri == base.as_uri()
+    assert related.location.range.start == types.Position(5, 4)  # `def forward` on line 6
+    assert related.message == "forward, inherited from Scaled"
+
+    saved = tmp_path / "saved.py"
+    shutil.copy(REPO_ROOT / "fixtures" / "AGL302" / "bad.py", saved)
+    uri = _open(client, saved)
+    writes = [d for d in await _diagnostics(client, uri) if d.code == "AGL302"]
+    assert writes and all(d.related_information for d in writes)
+    lines = saved.read_text(encoding="utf-8").splitlines()
+    for diagnostic in writes:
+        place = diagnostic.related_information[-1]
+        assert place.location.uri == uri and place.message.endswith(" is saved here")
+        assert place.location.range.start.line < diagnostic.range.start.line
+        assert "save_for_backward" in lines[place.location.range.start.line] or "ctx." in lines[
+            place.location.range.start.line]

@@ -28,6 +28,7 @@ import os
 import sys
 import tokenize
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Optional
 
 from lsprotocol import types
@@ -39,7 +40,7 @@ from autograd_lint import flake8_plugin
 from autograd_lint.catalogue import RULES
 from autograd_lint.engine import lint_text
 from autograd_lint.explain import ExplainError, explain, page_path
-from autograd_lint.findings import Finding
+from autograd_lint.findings import Finding, RelatedLocation
 from autograd_lint.analysis.source_file import SourceFile
 from autograd_lint.fix.available import annotate
 from autograd_lint.fix.driver import fix_file
@@ -233,7 +234,21 @@ def _diagnostic(document, finding: Finding) -> types.Diagnostic:
         code=finding.code,
         code_description=types.CodeDescription(href=page.as_uri()) if page is not None else None,
         source=SOURCE,
+        related_information=[_related_information(document, finding, place) for place in finding.related] or None,
     )
+
+
+def _related_information(document, finding: Finding, place: RelatedLocation) -> types.DiagnosticRelatedInformation:
+    """A related location (``Finding.related``) as the client shows it: a point in this buffer
+    (in the client's units), or in another file of the project."""
+    at = types.Position(place.line - 1, place.column - 1)
+    if place.path == finding.path:
+        uri = document.uri
+        at = document.position_codec.position_to_client_units(document.lines, at)
+    else:
+        uri = Path(os.path.abspath(place.path)).as_uri()
+    return types.DiagnosticRelatedInformation(location=types.Location(uri=uri, range=types.Range(at, at)),
+                                              message=place.message)
 
 
 def _contains(outer: types.Range, inner: types.Range) -> bool:
