@@ -43,10 +43,12 @@ from autograd_lint.catalogue import RULES
 from autograd_lint.engine import lint_text
 from autograd_lint.explain import ExplainError, explain, page_path
 from autograd_lint.findings import Finding, RelatedLocation
+from autograd_lint.analysis.snippet import remember_class_trees
 from autograd_lint.analysis.source_file import SourceFile
 from autograd_lint.fix.available import annotate
 from autograd_lint.fix.driver import fix_file
 from autograd_lint.fix.registry import FIXERS
+from autograd_lint.gc_pause import gc_paused
 from autograd_lint.pipeline import facts_of
 from autograd_lint.selection import EnabledRules
 from autograd_lint.suppression import noqa_code_span
@@ -63,6 +65,9 @@ SEVERITIES = {
 }
 NOTHING_ENABLED = EnabledRules(frozenset())
 SETTINGS_WATCHER = "autograd-lint-pyproject-toml"
+# Characters of class and helper text whose libcst trees the server keeps (about 200 bytes of
+# memory each, with positions: at most about 50 MB), the oldest forgotten first.
+REMEMBERED_TREE_CHARACTERS = 250_000
 
 
 @dataclass
@@ -130,7 +135,11 @@ class AutogradLintServer(LanguageServer):
                   if target.on_disk and uri_ != uri and uri_ in self.workspace.text_documents
                   and (other := _path_of(uri_)) is not None]
         try:
-            linted = _lint(target, text, others)
+            # A lint makes hundreds of thousands of objects without cycles (syntax trees): the
+            # collections they would trigger took a third of a warm edit's time on torch (bench/
+            # NOTES.md, issue 31). The young generations are collected once it is published.
+            with gc_paused():
+                linted = _lint(target, text, others)
         except Exception as error:  # noqa: BLE001 - a bug of ours must not stop the server
             self.window_log_message(types.LogMessageParams(
                 types.MessageType.Error, f"autograd-lint: internal error on {path}: {type(error).__name__}: {error}"))
@@ -141,6 +150,7 @@ class AutogradLintServer(LanguageServer):
             uri=uri, version=document.version, diagnostics=[_diagnostic(document, f) for f in findings]))
         if target.on_disk:  # what the other files see of it (an untitled buffer: nothing)
             self._tell_the_others(uri, linted)
+        gc.collect(1)
         return linted
 
     def _tell_the_others(self, uri: str, linted: Linted) -> None:
@@ -521,5 +531,9 @@ def serve() -> int:
     # The protocol owns stdout: anything printed by mistake goes to stderr (the client's log).
     protocol_out = sys.stdout.buffer
     sys.stdout = sys.stderr
-    build_server().start_io(sys.stdin.buffer, protocol_out)
+    # Each edit lints the buffer again, and most of its classes and helper functions come
+    # through unchanged: their libcst trees (and positions) are kept by text, as --fix keeps
+    # them between rounds, so only what was edited is parsed again (bench/NOTES.md, issue 31).
+    with remember_class_trees(REMEMBERED_TREE_CHARACTERS):
+        build_server().start_io(sys.stdin.buffer, protocol_out)
     return 0
