@@ -98,7 +98,8 @@ def with_known_others(layout: list[tuple[list[str], list[str]]], others_keys: li
             [(module_name_of(s.path), s.facts) for s in states if s.facts is not None] + known.facts
             + [(None, FileFacts(grad_fn_attributes=set(s.summary.grad_fn_attributes))) for s in states
                if s.summary is not None and s.summary.grad_fn_attributes] + known.grad_fn_attributes,
-            {**{module.name: path for (module, _), path in zip(known.facts, known.paths)}, **_module_paths(states)})
+            {**{module.name: os.path.abspath(path) for (module, _), path in zip(known.facts, known.paths)},
+             **_module_paths(states)})
         if project.function_names != names:
             return None
         results = _lint_all(states, selection_for, project, pool, None, range(len(states)))
@@ -420,8 +421,11 @@ def _merge(states: list[_State]) -> ProjectFacts:
 
 
 def _module_paths(states: list[_State]) -> dict[str, str]:
-    """Module name -> its file, for the files with facts (where inherited methods lie)."""
-    return {module_name_of(s.path).name: s.path for s in states if s.facts is not None and s.facts.class_sources}
+    """Module name -> its file, for the files with facts (where inherited methods lie). Absolute:
+    the paths go into the facts' fingerprint (the cache's key), which must not depend on how a
+    run spelled them; the CLI shows them relative (``cli._with_related_shown``)."""
+    return {module_name_of(s.path).name: os.path.abspath(s.path) for s in states
+            if s.facts is not None and s.facts.class_sources}
 
 
 def _sees_no_package(state: _State) -> bool:
