@@ -511,8 +511,20 @@ def _lint(files: list[str], selection_for: RulesPerFile, max_file_size: int, job
         for i, result in zip(indexes, group_results):
             results[i] = result
         depending += group_results[len(indexes):]
-    return results + [replace(result, path=_shown(result.path), findings=[f.with_path(_shown(f.path)) for f in result.findings])
+    results = [_with_related_shown(result) for result in results]
+    return results + [_with_related_shown(replace(result, path=_shown(result.path),
+                                                  findings=[f.with_path(_shown(f.path)) for f in result.findings]))
                       for result in depending]
+
+
+def _with_related_shown(result):
+    """The paths of the findings' related locations (another file of the project, from its
+    walk: absolute) as ``_shown`` shows a dependent's."""
+    if not any(f.related for f in result.findings):
+        return result
+    return replace(result, findings=[
+        replace(f, related=tuple(replace(r, path=_shown(r.path)) for r in f.related)) if f.related else f
+        for f in result.findings])
 
 
 def _shown(path: str) -> str:

@@ -9,6 +9,18 @@ from autograd_lint.catalogue import RULES
 
 
 @dataclass(frozen=True, order=True)
+class RelatedLocation:
+    """Another place a finding's reasoning passes through (the inherited ``forward`` whose inputs
+    a ``backward`` is counted against, the base class a dependent's note names): SARIF's
+    ``relatedLocations``, the editor's ``relatedInformation``. Only where the model knows it."""
+
+    path: str
+    line: int  # 1-based
+    column: int  # 1-based
+    message: str
+
+
+@dataclass(frozen=True, order=True)
 class Finding:
     path: str
     line: int  # 1-based
@@ -26,6 +38,9 @@ class Finding:
     # This finding's own severity, for a rule graded by harm (AGL304: a write is an error, a read
     # a warning); empty: the catalogue's severity for the code. Every reporter reads ``severity``.
     level: str = ""
+    # Other places the finding's reasoning passes through; not in the JSON format (its schema is
+    # a stable contract: docs/json-schema.md), shown by SARIF and the language server.
+    related: tuple[RelatedLocation, ...] = ()
 
     @property
     def name(self) -> str:
@@ -36,7 +51,12 @@ class Finding:
         return self.level or RULES[self.code].severity
 
     def with_path(self, path: str) -> "Finding":
-        return replace(self, path=path)
+        """The finding moved to ``path``, with its related locations in its own file (the cache
+        stores results under the path "" and gives them back under the file's path)."""
+        if not self.related:
+            return replace(self, path=path)
+        related = tuple(replace(r, path=path) if r.path == self.path else r for r in self.related)
+        return replace(self, path=path, related=related)
 
     def to_json(self) -> dict:
         """The finding in the stable JSON schema of docs/json-schema.md (field order kept)."""

@@ -15,7 +15,7 @@ from autograd_lint.analysis.precheck import TextSummary, summarize
 from autograd_lint.analysis.project import FileFacts, ProjectFacts, dependent_classes
 from autograd_lint.analysis.source_file import SourceFile
 from autograd_lint.cache import OTHERS_FILE_NAME, PROJECT_FILE_NAME, Cache, RunMemo, content_hash, stamp
-from autograd_lint.findings import FileResult, Finding
+from autograd_lint.findings import FileResult, Finding, RelatedLocation
 from autograd_lint.gc_pause import gc_paused
 from autograd_lint.parallel import WorkerPool
 from autograd_lint.pipeline import (
@@ -97,7 +97,9 @@ def with_known_others(layout: list[tuple[list[str], list[str]]], others_keys: li
         project = ProjectFacts.merge(
             [(module_name_of(s.path), s.facts) for s in states if s.facts is not None] + known.facts
             + [(None, FileFacts(grad_fn_attributes=set(s.summary.grad_fn_attributes))) for s in states
-               if s.summary is not None and s.summary.grad_fn_attributes] + known.grad_fn_attributes)
+               if s.summary is not None and s.summary.grad_fn_attributes] + known.grad_fn_attributes,
+            {**{module.name: os.path.abspath(path) for (module, _), path in zip(known.facts, known.paths)},
+             **_module_paths(states)})
         if project.function_names != names:
             return None
         results = _lint_all(states, selection_for, project, pool, None, range(len(states)))
@@ -413,8 +415,17 @@ def _merge(states: list[_State]) -> ProjectFacts:
     return ProjectFacts.merge(
         [(module_name_of(s.path), s.facts) for s in states if s.facts is not None]
         + [(None, FileFacts(grad_fn_attributes=set(s.summary.grad_fn_attributes))) for s in states
-           if s.summary is not None and s.summary.grad_fn_attributes]
+           if s.summary is not None and s.summary.grad_fn_attributes],
+        _module_paths(states),
     )
+
+
+def _module_paths(states: list[_State]) -> dict[str, str]:
+    """Module name -> its file, for the files with facts (where inherited methods lie). Absolute:
+    the paths go into the facts' fingerprint (the cache's key), which must not depend on how a
+    run spelled them; the CLI shows them relative (``cli._with_related_shown``)."""
+    return {module_name_of(s.path).name: os.path.abspath(s.path) for s in states
+            if s.facts is not None and s.facts.class_sources}
 
 
 def _sees_no_package(state: _State) -> bool:
@@ -478,6 +489,18 @@ def _with_path(result: FileResult, path: str) -> FileResult:
 
 # --- dependents: other files whose verdict the given files decide ---------------------------
 
+def _base_class_place(state: _State, name: str, what: str) -> tuple[RelatedLocation, ...]:
+    """The ``class`` line of the base class ``name`` in the given file ``state``, as the facts
+    keep it (``FileFacts.class_sources``: a class with autograd methods); none when they do not."""
+    source = state.facts.class_sources.get(name) if name and state.facts is not None else None
+    if source is None:
+        return ()
+    for offset, line in enumerate(source.text.splitlines()):
+        if line.startswith("class "):
+            return (RelatedLocation(state.path, source.line + offset, source.column + 1, f"{what} here"),)
+    return ()
+
+
 # Findings that no base class or .apply call can cause: whether a gradcheck reaches the class.
 _NOT_CAUSED_BY_OTHERS = frozenset({"AGL502"})
 
@@ -491,12 +514,12 @@ def _dependent_results(states: list[_State], given: Sequence[int], others: Seque
     Every finding of such a class (AGL502 aside), not only those a change would cause: which
     ones a change causes needs the file as it was, which a run does not have. Only the files
     holding such a class are read and linted; one result per file with findings."""
-    given_modules = {module_name_of(states[i].path).name: states[i].path for i in given}
+    given_modules = {module_name_of(states[i].path).name: i for i in given}
     why = dependent_classes(project, [(module_name_of(states[i].path), states[i].facts) for i in given
                                       if states[i].facts is not None])
     if not why:
         return []
-    wanted: dict[int, dict[str, tuple[str, str]]] = {}  # file -> its dependent classes -> why
+    wanted: dict[int, dict[str, tuple[str, str, str]]] = {}  # file -> its dependent classes -> why
     for i in others:
         facts = states[i].facts
         if facts is None or not facts.classes:
@@ -515,9 +538,11 @@ def _dependent_results(states: list[_State], given: Sequence[int], others: Seque
         for finding in result.findings:
             reason = wanted[i].get(finding.function_class or "")
             if reason is not None and finding.code not in _NOT_CAUSED_BY_OTHERS:
-                module, what = reason
-                note = f" (found through {given_modules[module]}: {what} there)"
-                findings.append(replace(finding, message=finding.message + note))
+                module, what, base = reason
+                cause = states[given_modules[module]]
+                note = f" (found through {cause.path}: {what} there)"
+                findings.append(replace(finding, message=finding.message + note,
+                                        related=finding.related + _base_class_place(cause, base, what)))
         if findings or result.internal_errors:
             results.append(FileResult(result.path, findings, internal_errors=result.internal_errors))
     return results

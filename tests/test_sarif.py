@@ -164,3 +164,100 @@ def test_regions_are_one_based_with_an_exclusive_end():
     # AGL000's empty extent, or an unknown end, is a point.
     assert region(finding(line=1, column=1, end_line=1, end_column=1)) == {"startLine": 1, "startColumn": 1}
     assert region(finding(end_line=0, end_column=0)) == {"startLine": 3, "startColumn": 5}
+
+
+def _related(result: dict) -> list[tuple[str, int, int, str]]:
+    return [(unquote(r["physicalLocation"]["artifactLocation"]["uri"]), r["physicalLocation"]["region"]["startLine"],
+             r["physicalLocation"]["region"]["startColumn"], r["message"]["text"]) for r in result.get("relatedLocations", [])]
+
+
+def _line_of(path: Path, text: str) -> int:
+    (line,) = [n for n, written in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if text in written]
+    return line
+
+
+def test_related_locations_point_at_the_other_end_of_the_reasoning(fixture_reports):
+    """A subclass's AGL101 counts its backward against a forward inherited from another file:
+    that ``def`` is a related location. AGL302's write is related to where forward saved the
+    tensor. The JSON report keeps its keys (docs/json-schema.md): no related locations there."""
+    sarif, plain = fixture_reports
+    results = sarif["runs"][0]["results"]
+    base = REPO_ROOT / "fixtures" / "project_wide" / "myops" / "base.py"
+    inherited = [r for r in results if r["ruleId"] == "AGL101"
+                 and r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].endswith("myops/activations.py")]
+    assert inherited and all(_related(r) == [("fixtures/project_wide/myops/base.py", _line_of(base, "def forward"), 5,
+                                              "forward, inherited from ScaledBase")] for r in inherited)
+    bad = REPO_ROOT / "fixtures" / "AGL302" / "bad.py"
+    saved = [(r["locations"][0]["physicalLocation"]["region"]["startLine"], _related(r)) for r in results
+             if r["ruleId"] == "AGL302" and r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+             == "fixtures/AGL302/bad.py"]
+    first_line, first_related = saved[0]
+    save_line = first_related[-1][1]
+    assert "save_for_backward" in bad.read_text(encoding="utf-8").splitlines()[save_line - 1]
+    assert first_related[-1][3].endswith(" is saved here") and save_line < first_line
+    assert sum(1 for r in results if "relatedLocations" in r) >= 20
+    assert all(set(f) == {"path", "line", "column", "end_line", "end_column", "code", "name", "severity", "message",
+                          "function_class", "method", "fix_available", "confirmation", "evidence"}
+               for f in plain["findings"])
+
+
+BASE = """\
+import torch
+
+
+class Scaled(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, shift):
+        return x * 2 + shift
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output * 2, None
+"""
+SUBCLASS = """\
+from base import Scaled
+
+
+class Doubled(Scaled):
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output + grad_output
+"""
+
+
+@pytest.mark.parametrize("cache", [False, True])
+def test_a_dependent_names_the_base_class_it_was_found_through(tmp_path: Path, cache: bool):
+    """Linting base.py reports its subclass in sub.py (a dependent): the base class's ``class``
+    line is a related location, besides the inherited forward. Twice, with a cache: the second
+    run's results come from it and carry the same related locations."""
+    (tmp_path / "pyproject.toml").write_text("[tool.autograd-lint]\n", encoding="utf-8")
+    (tmp_path / "base.py").write_text(BASE, encoding="utf-8")
+    (tmp_path / "sub.py").write_text(SUBCLASS, encoding="utf-8")
+    args = ("--format", "sarif", *(() if cache else ("--no-cache",)))
+    runs = [json.loads(run_in_process(*args, "base.py", cwd=tmp_path).stdout) for _ in range(2 if cache else 1)]
+    for document in runs:
+        assert schema_errors(document) == []
+        (result,) = document["runs"][0]["results"]
+        assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "sub.py"
+        assert _related(result) == [("base.py", 6, 5, "forward, inherited from Scaled"),
+                                    ("base.py", 4, 1, "its base class Scaled is here")]
+    direct = json.loads(run_in_process(*args, "sub.py", cwd=tmp_path).stdout)
+    (result,) = direct["runs"][0]["results"]
+    assert _related(result) == [("base.py", 6, 5, "forward, inherited from Scaled")]
+
+
+def test_related_locations_in_the_same_file_follow_it_through_the_cache(tmp_path: Path):
+    """The cache keeps a file's results under no path, by content: the same text at another
+    path gets them back, its related locations in that file moved with it."""
+    cache = tmp_path / "cache"
+    seen = []
+    for directory in ("first", "second"):
+        (tmp_path / directory).mkdir()
+        (tmp_path / directory / "bad.py").write_text(
+            (REPO_ROOT / "fixtures" / "AGL302" / "bad.py").read_text(encoding="utf-8"), encoding="utf-8")
+        document = json.loads(run_in_process("--format", "sarif", "--cache-dir", str(cache), "--select", "AGL302",
+                                             f"{directory}/bad.py", cwd=tmp_path).stdout)
+        related = [place for result in document["runs"][0]["results"] for place in _related(result)]
+        assert related and {path for path, *_ in related} == {f"{directory}/bad.py"}
+        seen.append([place[1:] for place in related])
+    assert seen[0] == seen[1]

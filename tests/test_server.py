@@ -357,3 +357,116 @@ async def test_an_unsaved_base_class_updates_its_subclass_in_another_buffer(clie
     client.diagnostics.pop(sub_uri, None)
     client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri=base_uri)))
     assert codes(await _diagnostics(client, sub_uri)) == []
+
+
+@pytest.mark.needs_engine
+@pytest.mark.asyncio
+async def test_a_diagnostic_carries_its_related_locations(client: LanguageClient, tmp_path: Path):
+    """The subclass's AGL101 counts its backward against the forward it inherits from base.py:
+    that ``def`` is the diagnostic's related information (base.py's URI, 0-based position); an
+    AGL302 write is related to where forward saved the tensor, in the same buffer."""
+    (tmp_path / "pyproject.toml").write_text("[tool.autograd-lint]\n", encoding="utf-8")
+    base, sub = tmp_path / "base.py", tmp_path / "sub.py"
+    base.write_text(BASE_CLASS.replace("def forward(ctx, x):", "def forward(ctx, x, shift):"), encoding="utf-8")
+    sub.write_text(SUBCLASS, encoding="utf-8")
+    (diagnostic,) = [d for d in await _diagnostics(client, _open(client, sub)) if d.code == "AGL101"]
+    (related,) = diagnostic.related_information
+    assert related.location.uri == base.as_uri()
+    assert related.location.range.start == types.Position(5, 4)  # `def forward` on line 6
+    assert related.message == "forward, inherited from Scaled"
+
+    saved = tmp_path / "saved.py"
+    shutil.copy(REPO_ROOT / "fixtures" / "AGL302" / "bad.py", saved)
+    uri = _open(client, saved)
+    writes = [d for d in await _diagnostics(client, uri) if d.code == "AGL302"]
+    assert writes and all(d.related_information for d in writes)
+    lines = saved.read_text(encoding="utf-8").splitlines()
+    for diagnostic in writes:
+        place = diagnostic.related_information[-1]
+        assert place.location.uri == uri and place.message.endswith(" is saved here")
+        assert place.location.range.start.line < diagnostic.range.start.line
+        assert "save_for_backward" in lines[place.location.range.start.line] or "ctx." in lines[
+            place.location.range.start.line]
+
+
+def _open_untitled(client: LanguageClient, uri: str, text: str, language: str = "python") -> str:
+    client.diagnostics.pop(uri, None)
+    client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(
+        uri=uri, language_id=language, version=1, text=text)))
+    return uri
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "autograd_lint", "server"],
+                                              client_factory=_recording_client))
+async def client_in_tmp(lsp_client: LanguageClient, request):
+    """A client whose workspace root is the test's temporary directory, with settings that
+    ignore AGL101 and turn on the opt-in AGL305 (``pyproject.toml``)."""
+    root = request.getfixturevalue("tmp_path")
+    (root / "pyproject.toml").write_text('[tool.autograd-lint]\nignore = ["AGL101"]\nextend-select = ["AGL305"]\n',
+                                         encoding="utf-8")
+    await lsp_client.initialize_session(types.InitializeParams(
+        capabilities=types.ClientCapabilities(), root_uri=root.as_uri()))
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest.mark.needs_engine
+@pytest.mark.asyncio
+async def test_an_untitled_buffer_is_linted_alone_and_fixed(client: LanguageClient, tmp_path: Path):
+    """An untitled buffer (no file on disk) gets the findings the CLI gives its text as a lone
+    file, and its quick fix is the CLI's ``--fix``; a broken one or one of another language
+    does not stop the server."""
+    alone = tmp_path / "alone" / "scale.py"
+    alone.parent.mkdir()
+    alone.write_text(ONE_SAFE_FIX, encoding="utf-8")
+    uri = _open_untitled(client, "untitled:Untitled-1", ONE_SAFE_FIX)
+    diagnostics = await _diagnostics(client, uri)
+    expected = _cli_findings(alone)
+    assert [(d.code, d.range.start.line + 1, d.message) for d in diagnostics] == \
+        [(f["code"], f["line"], f["message"]) for f in expected] != []
+    (fix,) = [a for a in await _actions(client, uri, diagnostics[0].range) if a.title.startswith("Fix AGL101")]
+    assert run_cli(str(alone), "--fix", "--no-dependents", cwd=alone.parent).returncode == 0
+    assert _applied(ONE_SAFE_FIX, fix.edit, uri) == alone.read_text(encoding="utf-8")
+    everything = types.Range(types.Position(0, 0), types.Position(10_000, 0))
+    assert [a.title for a in await _actions(client, uri, everything) if a.kind == "source.fixAll.autograd-lint"] == \
+        ["Fix all safe autograd-lint fixes in this file"]
+
+    broken = _open_untitled(client, "untitled:Untitled-2", ONE_SAFE_FIX.replace("ctx.factor  #", "ctx.factor)  #"))
+    assert [(d.code, d.range.start.line + 1) for d in await _diagnostics(client, broken)] == [("AGL000", 12)]
+    _open_untitled(client, "untitled:Untitled-3", ONE_SAFE_FIX, language="plaintext")
+    hover = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri="untitled:Untitled-3"), position=types.Position(11, 8)))
+    assert hover is None and "untitled:Untitled-3" not in client.diagnostics  # not Python: left alone
+    _change(client, uri, ONE_SAFE_FIX + "\n# edited\n", 2)
+    assert [d.code for d in await _diagnostics(client, uri)] == ["AGL101"]
+
+
+OPT_IN_AGL305 = textwrap.dedent(
+    """\
+    import torch
+
+
+    class Square(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return grad_output * 2 * x.detach()
+    """
+)
+
+
+@pytest.mark.needs_engine
+@pytest.mark.asyncio
+async def test_an_untitled_buffer_takes_the_workspace_roots_settings(client_in_tmp: LanguageClient, tmp_path: Path):
+    text = ONE_SAFE_FIX + "\n\n" + OPT_IN_AGL305
+    path = tmp_path / "as_a_file.py"
+    path.write_text(text, encoding="utf-8")
+    expected = sorted((f["code"], f["line"]) for f in _cli_findings(path))
+    assert {code for code, _ in expected} == {"AGL305"}  # the root's settings: no AGL101, AGL305 on
+    uri = _open_untitled(client_in_tmp, "untitled:Untitled-1", text)
+    assert sorted((d.code, d.range.start.line + 1) for d in await _diagnostics(client_in_tmp, uri)) == expected

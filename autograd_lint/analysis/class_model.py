@@ -83,9 +83,17 @@ class Method:
         return "classmethod" in self.decorators
 
     @cached_property
+    def _derived(self) -> dict:
+        """What depends on this method's syntax tree alone, kept with the tree (``ParsedClass.derived``)."""
+        return self.parsed.derived(self.node)
+
+    @cached_property
     def nodes(self) -> list[cst.CSTNode]:
         """Every node of the body in source order, nested functions and lambdas excluded."""
-        return own_nodes(self.node)
+        found = self._derived.get("nodes")
+        if found is None:
+            found = self._derived["nodes"] = own_nodes(self.node)
+        return found
 
     @cached_property
     def binding_sites(self) -> list[tuple[cst.CSTNode, Optional[cst.BaseExpression]]]:
@@ -132,20 +140,25 @@ class Method:
 
     @cached_property
     def _nodes_by_class(self) -> dict[type, list[tuple[int, cst.CSTNode]]]:
-        buckets: dict[type, list[tuple[int, cst.CSTNode]]] = {}
-        for position, node in enumerate(self.nodes):
-            buckets.setdefault(type(node), []).append((position, node))
+        buckets = self._derived.get("by_class")
+        if buckets is None:
+            buckets = self._derived["by_class"] = {}
+            for position, node in enumerate(self.nodes):
+                buckets.setdefault(type(node), []).append((position, node))
         return buckets
 
     @cached_property
     def _nodes_of_cache(self) -> dict[tuple[type, ...], list[cst.CSTNode]]:
-        return {}
+        return self._derived.setdefault("of", {})
 
     @cached_property
     def parents(self) -> dict[int, cst.CSTNode]:
         """id(node) -> its parent, over the method's own nodes (nested functions, lambdas and
         classes left out, as in ``nodes``)."""
-        found: dict[int, cst.CSTNode] = {}
+        found = self._derived.get("parents")
+        if found is not None:
+            return found
+        found = self._derived["parents"] = {}
         for node in [self.node.body, *self.nodes]:
             if type(node) in (cst.FunctionDef, cst.Lambda, cst.ClassDef) and node is not self.node:
                 continue
@@ -911,7 +924,8 @@ def _parsed_remote(source: ClassSource) -> Optional[ParsedClass]:
     ``RemoteClass.span`` places them on line 0, and the pipeline drops findings there."""
     if source not in _REMOTE_PARSED:
         try:
-            _REMOTE_PARSED[source] = RemoteClass(cst.parse_module(source.text))
+            _REMOTE_PARSED[source] = RemoteClass(cst.parse_module(source.text), source.path, source.line,
+                                                 source.column)
         except (cst.ParserSyntaxError, StopIteration):
             _REMOTE_PARSED[source] = None
     return _REMOTE_PARSED[source]

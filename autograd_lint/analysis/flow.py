@@ -12,7 +12,7 @@ Two questions rules ask of a method body:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Optional, Union
 
 import libcst as cst
@@ -147,6 +147,8 @@ class InplaceWrite:
     written: cst.CSTNode  # the expression written to
     through_data: bool = False  # `x.data[i] = v`: a write past the version counter
     where: str = ""  # " in _helper() at line 12": made by a helper the statement calls
+    # With ``where``: (that helper's ``Method``, the write's statement in it), for a related location.
+    made_in: Optional[tuple] = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         stack = [self.written]

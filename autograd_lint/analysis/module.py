@@ -13,9 +13,9 @@ from autograd_lint.analysis.module_index import CallSite, ModuleIndex
 from autograd_lint.analysis.names import Scope
 from autograd_lint.analysis.parameters import TrainableArguments
 from autograd_lint.analysis.project import ProjectFacts
-from autograd_lint.analysis.snippet import Span
+from autograd_lint.analysis.snippet import RemoteClass, Span
 from autograd_lint.catalogue import RULES
-from autograd_lint.findings import Finding
+from autograd_lint.findings import Finding, RelatedLocation
 
 if TYPE_CHECKING:
     from autograd_lint.analysis.source_file import SourceFile
@@ -73,7 +73,12 @@ class ModuleAnalysis:
         model: Optional[FunctionModel] = None,
         method: Optional[Method] = None,
         severity: str = "",
+        related: tuple[RelatedLocation, ...] = (),
     ) -> Finding:
+        """``related``: other places the rule's reasoning passes through (``related``); the
+        methods the rule rests on that the class inherits are added here, for every rule."""
+        if model is not None:
+            related = related + self._inherited(code, model, span.line)
         if model is not None and (severity or RULES[code].severity) == "error":
             doubt = model.certainty.doubt(RULES[code].rests_on)
             if doubt is not None:  # an unknown never makes an error (analysis.certainty)
@@ -93,14 +98,42 @@ class ModuleAnalysis:
             function_class=model.name if model is not None else None,
             method=method.name if method is not None else None,
             level=severity,
+            related=related,
         )
 
+    def related(self, method: Method, node: cst.CSTNode, message: str) -> tuple[RelatedLocation, ...]:
+        """A related location at ``node`` of ``method`` (of this file, or of the file a base
+        class it is inherited from lies in); none when that file is not known."""
+        if isinstance(method.parsed, RemoteClass):
+            place = method.parsed.elsewhere(node)
+            if place is None:
+                return ()
+            path, span = place
+        else:
+            path, span = self.path, method.span(node)
+        return (RelatedLocation(path, span.line, span.column, message),)
+
+    def _inherited(self, code: str, model: FunctionModel, line: int) -> tuple[RelatedLocation, ...]:
+        """The ``def`` of each method the rule's conclusion rests on (``RuleInfo.rests_on``)
+        that the class inherits from a base class: the other half of the reasoning (backward
+        here counted against forward there)."""
+        found: tuple[RelatedLocation, ...] = ()
+        for name in RULES[code].rests_on:
+            method = model.methods.get(name)
+            if method is None or not method.inherited:
+                continue
+            place = self.related(method, method.node, f"{name}, inherited from {method.owner}")
+            if place and (place[0].path, place[0].line) != (self.path, line):
+                found += place
+        return found
+
     def at(self, code: str, model: FunctionModel, method: Optional[Method], node: cst.CSTNode, message: str,
-           severity: str = "") -> Finding:
+           severity: str = "", related: tuple[RelatedLocation, ...] = ()) -> Finding:
         """A finding at ``node`` of ``method`` (or of the class statement when method is None);
-        ``severity``: its own, for a rule graded by harm (else the catalogue's)."""
+        ``severity``: its own, for a rule graded by harm (else the catalogue's); ``related``:
+        other places its reasoning passes through (``related``)."""
         span = method.span(node) if method is not None else model.parsed.span(node)
-        return self.finding(code, span, message, model, method, severity)
+        return self.finding(code, span, message, model, method, severity, related)
 
     def at_def(self, code: str, model: FunctionModel, method: Method, message: str, severity: str = "") -> Finding:
         """A finding on the ``def`` line of a method (not its decorators)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Iterable, Optional
 
 from autograd_lint.analysis.ast_walk import dotted_name, walk
@@ -62,6 +62,10 @@ class ClassSource:
     line: int
     imports: tuple[tuple[str, str], ...]
     star_imports: tuple[str, ...] = ()
+    column: int = 0  # how deep the class is indented in its file (its text is dedented)
+    # Its file, once the project's facts are merged (``ProjectFacts.merge``'s ``paths``): where a
+    # subclass's finding shows the inherited method (a related location); "" when not known.
+    path: str = ""
 
 
 @dataclass
@@ -163,9 +167,11 @@ class ProjectFacts:
         return False
 
     @classmethod
-    def merge(cls, all_facts: Iterable[tuple[Optional[ModuleName], FileFacts]]) -> "ProjectFacts":
+    def merge(cls, all_facts: Iterable[tuple[Optional[ModuleName], FileFacts]],
+              paths: Optional[dict[str, str]] = None) -> "ProjectFacts":
         """``all_facts``: each file's facts with its module's name (None: a file that only
-        contributes grad_fn attributes)."""
+        contributes grad_fn attributes). ``paths``: module name -> its file, when known: the
+        sources of subclassed classes carry it (a subclass's finding points at what it inherits)."""
         all_facts = list(all_facts)
         located = [(module, facts) for module, facts in all_facts if module is not None]
         classes = [c for _, facts in located for c in facts.classes]
@@ -258,7 +264,8 @@ class ProjectFacts:
             class_members={key: value for key, value in members.items() if key in keys},
             function_names=frozenset(function_names),
             subclassed_keys=subclassed,
-            class_sources={key: source for key, source in sources.items() if key in subclassed and source is not None},
+            class_sources={key: _located_source(source, key, paths) for key, source in sources.items()
+                           if key in subclassed and source is not None},
             apply_arg_counts=apply_counts,
             apply_arg_kinds=apply_kinds,
             gradchecked_keys=frozenset(gradchecked),
@@ -269,9 +276,10 @@ class ProjectFacts:
 
 
 def dependent_classes(project: ProjectFacts, given: list[tuple[ModuleName, FileFacts]]
-                      ) -> dict[str, tuple[str, str]]:
+                      ) -> dict[str, tuple[str, str, str]]:
     """The Function classes of other modules whose lint reads something of the ``given`` files
-    (each with its module's name), by key -> (the given module, what of it they read): a subclass,
+    (each with its module's name), by key -> (the given module, what of it they read, the name
+    of the class there they derive from, or "" for calls): a subclass,
     at any depth, of a Function class defined there (it inherits its methods and signature),
     and a class whose ``.apply(...)`` calls are written there (what callers pass decides which
     inputs are tensors, and AGL101's count). What a pre-commit hook on a staged base must also
@@ -279,7 +287,7 @@ def dependent_classes(project: ProjectFacts, given: list[tuple[ModuleName, FileF
     AGL502, never cause a finding."""
     given_modules = {module.name for module, _ in given}
     defined = {f"{module.name}.{name}": module.name for module, facts in given for name, *_ in facts.classes}
-    why: dict[str, tuple[str, str]] = {}
+    why: dict[str, tuple[str, str, str]] = {}
     changed = True
     while changed:  # subclasses of subclasses: each names the given module its chain reaches
         changed = False
@@ -288,7 +296,8 @@ def dependent_classes(project: ProjectFacts, given: list[tuple[ModuleName, FileF
                 continue
             for base in bases:
                 if base in defined:
-                    why[key] = (defined[base], f"its base class {base.rpartition('.')[2]} is")
+                    name = base.rpartition(".")[2]
+                    why[key] = (defined[base], f"its base class {name} is", name)
                 elif base in why:
                     why[key] = why[base]
                 else:
@@ -300,8 +309,14 @@ def dependent_classes(project: ProjectFacts, given: list[tuple[ModuleName, FileF
         for name in facts.apply_arg_counts:
             key = scope.function_key(name)
             if key is not None and key not in defined and key not in why:
-                why[key] = (module.name, f".apply calls of {key.rpartition('.')[2]} are")
+                why[key] = (module.name, f".apply calls of {key.rpartition('.')[2]} are", "")
     return {key: reason for key, reason in why.items() if key.rpartition(".")[0] not in given_modules}
+
+
+def _located_source(source: ClassSource, key: str, paths: Optional[dict[str, str]]) -> ClassSource:
+    """``source`` with the path of its module's file, when ``paths`` knows it."""
+    path = paths.get(key.rpartition(".")[0]) if paths else None
+    return replace(source, path=path) if path else source
 
 
 def _is_private(module: str) -> bool:
@@ -352,7 +367,8 @@ def facts_from_index(index: ModuleIndex, text: Optional[str] = None) -> FileFact
                 lines = _LINE.findall(text)
             source = _class_text(lines, info.node)
             if source is not None:
-                facts.class_sources[info.name] = ClassSource(source[0], source[1], imports, star_imports)
+                facts.class_sources[info.name] = ClassSource(source[0], source[1], imports, star_imports,
+                                                             info.node.col_offset)
     facts.symbols = index.symbols
     if text is not None and "." in text:
         facts.reached_names = _reached_names(text)

@@ -34,6 +34,10 @@ class SnippetTree:
     def __init__(self, module: cst.Module) -> None:
         self.module = module
         self._positions: Optional[dict[cst.CSTNode, Position]] = None
+        # id(node) -> what the model derives from that node of this tree alone (a method's own
+        # nodes, by class): kept with the tree, so that a remembered tree (``remember_class_trees``:
+        # the language server's next lint, a --fix round) does not walk it again.
+        self.derived: dict[int, dict] = {}
 
     @property
     def positions(self) -> dict[cst.CSTNode, Position]:
@@ -58,6 +62,10 @@ class ParsedClass:
         self._column_offset = column_offset
         self._dedented_lines = dedented_lines
 
+    def derived(self, node: cst.CSTNode) -> dict:
+        """The store of what is derived from ``node`` of this tree alone (``SnippetTree.derived``)."""
+        return self._tree.derived.setdefault(id(node), {})
+
     def span(self, node: cst.CSTNode) -> Span:
         line, column, end_line, end_column = self._tree.positions[node]
         return Span(
@@ -73,13 +81,28 @@ class ParsedClass:
 
 class RemoteClass(ParsedClass):
     """A class of another file (a Function base class a subclass here inherits methods from):
-    its positions are not this file's, so they are all line 0, which the pipeline never reports."""
+    its positions are not this file's, so they are all line 0, which the pipeline never reports.
+    ``elsewhere`` gives a node's place in its own file, for a related location."""
 
-    def __init__(self, module: cst.Module) -> None:
+    def __init__(self, module: cst.Module, path: str = "", first_line: int = 1, indent: int = 0) -> None:
+        """``path``: its file ("" when not known); ``first_line``, ``indent``: where the
+        (dedented) text of the class starts in it."""
         super().__init__(module, 0, 0, frozenset())
+        self.path = path
+        self._first_line = first_line
+        self._indent = indent
 
     def span(self, node: cst.CSTNode) -> Span:
         return Span(0, 0, 0, 0)
+
+    def elsewhere(self, node: cst.CSTNode) -> Optional[tuple[str, Span]]:
+        """Where ``node`` lies in the class's own file; None when that file is not known."""
+        if not self.path:
+            return None
+        line, column, end_line, end_column = self._tree.positions[node]
+        offset = self._first_line - 1
+        return self.path, Span(line + offset, column + 1 + self._indent, end_line + offset,
+                               end_column + 1 + self._indent)
 
 
 def parse_class(lines: list[str], node: ast.ClassDef, taken: Optional[set[SnippetTree]] = None) -> ParsedClass:
@@ -238,7 +261,19 @@ def parse_function(lines: list[str], name: str, starts: Optional[list[int]] = No
     source = "".join(lines[first:last + 1])
     if not source.endswith("\n"):
         source += "\n"
+    # Remembered as classes are (``remember_class_trees``), under a rank no class takes: a
+    # file has one function of a name, so its tree serves that function only.
+    tree = _REMEMBERED.get((_FUNCTION_RANK, source))
+    if tree is None:
+        try:
+            tree = SnippetTree(cst.parse_module(source))
+        except (cst.ParserSyntaxError, StopIteration):
+            return None
+        _REMEMBERED.put((_FUNCTION_RANK, source), tree)
     try:
-        return ParsedClass(cst.parse_module(source), first, 0, frozenset())
-    except (cst.ParserSyntaxError, StopIteration):
+        return ParsedClass(tree.module, first, 0, frozenset(), tree)
+    except StopIteration:  # no def in what was read
         return None
+
+
+_FUNCTION_RANK = -1  # parse_function's key in _REMEMBERED (a class's rank is 0 or more)

@@ -15,6 +15,8 @@ Choices, and why:
   (``primaryLocationLineHash``) from the source, which follows code as lines move.
 - Columns are 1-based and ``endColumn`` is exclusive, as SARIF defines them (and as the JSON
   report's ``end_column`` already is).
+- A finding's related locations (``Finding.related``: the inherited method its reasoning reads,
+  the base class a dependent's note names) are ``relatedLocations``, each a point with its message.
 """
 
 from __future__ import annotations
@@ -120,6 +122,16 @@ def _result(finding: "Finding", rule_index: int) -> dict:
             "region": region(finding),
         }}],
     }
+    if finding.related:
+        # Other places the reasoning passes through (an inherited forward, a base class in
+        # another file): viewers link them from the message.
+        result["relatedLocations"] = [
+            {"id": number, "physicalLocation": {
+                "artifactLocation": artifact_location(place.path),
+                "region": {"startLine": place.line, "startColumn": place.column},
+            }, "message": {"text": place.message}}
+            for number, place in enumerate(finding.related, start=1)
+        ]
     if finding.confirmation is not None or finding.evidence is not None:  # --dynamic ran: what it found at runtime
         result["properties"] = {"confirmation": finding.confirmation, "evidence": finding.evidence}
     if finding.function_class:

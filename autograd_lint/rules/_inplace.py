@@ -7,7 +7,7 @@ reported at the call, naming the helper and the line of the write."""
 
 from __future__ import annotations
 
-from typing import Callable, Iterator, Union
+from typing import Callable, Iterator, Optional, Union
 
 import libcst as cst
 
@@ -19,9 +19,11 @@ from autograd_lint.analysis.class_model import (
     subscript_position,
 )
 from autograd_lint.analysis.flow import AliasTracker, InplaceWrite
+from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.analysis.provenance import UNKNOWN, Origin, Provenance
 from autograd_lint.analysis.syntax import constant_index, is_ctx_attr
 from autograd_lint.analysis.tensorness import Tensorness
+from autograd_lint.findings import RelatedLocation
 
 
 def grad_output_writes(model: FunctionModel, backward: Method) -> list[InplaceWrite]:
@@ -62,15 +64,19 @@ def _saved_tensor_tracker(model: FunctionModel, tracked: set[str], ctx_names: fr
 
 def saved_tensor_writes_with_provenance(
     model: FunctionModel, backward: Method
-) -> list[tuple[InplaceWrite, Provenance]]:
+) -> list[tuple[InplaceWrite, Provenance, Optional[tuple[Method, cst.CSTNode]]]]:
     """Each in-place write to a saved tensor (or a tensor ctx attribute) in backward, with where
     forward got that tensor: an input or output (the write changes a tensor the caller holds),
-    a private buffer, or unknown. One tracker runs per saved position and per attribute, and
+    a private buffer, or unknown; and where forward saved it (the argument of the one
+    ``save_for_backward`` call, the one statement that sets the attribute), None when not one
+    place. One tracker runs per saved position and per attribute, and
     follows helpers as ``saved_tensor_writes`` does (a helper handed ctx reads the same source
     through its own ctx name)."""
     provenance = model.provenance
-    # (origin, source test for given ctx names, which elements of `a, b = <value>` it binds)
-    sources: list[tuple[Provenance, Callable, Callable]] = []
+    # (origin, where it was saved, source test for given ctx names, which elements of
+    # `a, b = <value>` it binds)
+    sources: list[tuple[Provenance, Optional[tuple[Method, cst.CSTNode]], Callable, Callable]] = []
+    save_calls = [c for c in model.save_calls if c.args is not None]
     positions = max((len(c.args) for c in model.save_calls if c.args is not None), default=0)
     for position in range(positions):
         def is_position(node, ctx_names, position=position) -> bool:
@@ -81,14 +87,18 @@ def saved_tensor_writes_with_provenance(
         def unpacks(value, index, ctx_names, position=position) -> bool:
             return index == position and any(is_ctx_attr(value, ctx_names, a) for a in SAVED_TENSORS)
 
-        sources.append((provenance.saved_position(position), is_position, unpacks))
+        saved_at = ((save_calls[0].method, save_calls[0].args[position])
+                    if len(model.save_calls) == len(save_calls) == 1 and position < len(save_calls[0].args) else None)
+        sources.append((provenance.saved_position(position), saved_at, is_position, unpacks))
     for attr in sorted(model.tensor_ctx_attributes):
         def is_attr(node, ctx_names, attr=attr) -> bool:
             return is_ctx_attr(node, ctx_names, attr)
 
-        sources.append((provenance.ctx_attribute(attr), is_attr, lambda value, index, ctx_names: False))
-    found: dict[tuple[int, int], list[Provenance]] = {}
-    for origin, is_source, unpacks in sources:
+        sets = [s for s in model.ctx_attribute_sets if s.attr == attr]
+        saved_at = (sets[0].method, sets[0].statement) if len(sets) == 1 else None
+        sources.append((provenance.ctx_attribute(attr), saved_at, is_attr, lambda value, index, ctx_names: False))
+    found: dict[tuple[int, int], list[tuple[Provenance, Optional[tuple[Method, cst.CSTNode]]]]] = {}
+    for origin, saved_at, is_source, unpacks in sources:
         def tracker(tracked: set[str], ctx_names: frozenset[str], helper_writes=None, known_truth=None,
                     is_source=is_source, unpacks=unpacks) -> AliasTracker:
             return AliasTracker(
@@ -99,13 +109,22 @@ def saved_tensor_writes_with_provenance(
 
         helpers = _helper_writes(model, backward, tracker)
         for write in tracker(set(), model.ctx_names(backward), helpers).run(backward.node):
-            found.setdefault((id(write.statement), id(write.written)), []).append(origin)
+            found.setdefault((id(write.statement), id(write.written)), []).append((origin, saved_at))
     result = []
     for write in saved_tensor_writes(model, backward):
         origins = found.get((id(write.statement), id(write.written)), [])
-        shared = [o for o in origins if o.origin in (Origin.INPUT, Origin.OUTPUT)]
-        result.append((write, shared[0] if shared else (origins[0] if len(origins) == 1 else UNKNOWN)))
+        shared = [o for o in origins if o[0].origin in (Origin.INPUT, Origin.OUTPUT)]
+        chosen = shared[0] if shared else (origins[0] if len(origins) == 1 else (UNKNOWN, None))
+        result.append((write, *chosen))
     return result
+
+
+def write_related(module: ModuleAnalysis, write: InplaceWrite) -> tuple[RelatedLocation, ...]:
+    """The write inside a helper, for a finding reported at the helper's call."""
+    if write.made_in is None:
+        return ()
+    helper, statement = write.made_in
+    return module.related(helper, statement, f"the {write.how} in {helper.name}()")
 
 
 def input_writes(model: FunctionModel, forward: Method, tracked: set[str]) -> Iterator[InplaceWrite]:
@@ -159,7 +178,8 @@ def _helper_writes(model: FunctionModel, caller: Method, make_tracker: Callable[
         inner = make_tracker(set(tracked), frozenset(ctx_params), known_truth=_constant_truth(helper, bound))
         return [
             InplaceWrite(statement, tracked.get(write.name, write.name), write.how, write.written,
-                         where=f" in {helper.name}() at line {helper.span(write.statement).line}")
+                         where=f" in {helper.name}() at line {helper.span(write.statement).line}",
+                         made_in=(helper, write.statement))
             for write in inner.run(helper.node)
         ]
 

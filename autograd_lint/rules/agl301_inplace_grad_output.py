@@ -6,7 +6,7 @@ from typing import Iterator
 
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.findings import Finding
-from autograd_lint.rules._inplace import grad_output_writes
+from autograd_lint.rules._inplace import grad_output_writes, write_related
 
 CODE = "AGL301"
 
@@ -21,4 +21,5 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
                 CODE, model, backward, write.statement,
                 f"in-place {write.described} on the incoming gradient {write.name}: PyTorch may share this "
                 f"buffer with other branches; clone it first ({write.name} = {write.name}.clone())",
+                related=write_related(module, write),
             )

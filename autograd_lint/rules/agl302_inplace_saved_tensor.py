@@ -10,7 +10,7 @@ from typing import Iterator
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.analysis.provenance import Origin
 from autograd_lint.findings import Finding
-from autograd_lint.rules._inplace import saved_tensor_writes_with_provenance
+from autograd_lint.rules._inplace import saved_tensor_writes_with_provenance, write_related
 
 CODE = "AGL302"
 
@@ -21,7 +21,7 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
         if backward is None:
             continue
         inputs = model.known_inputs
-        for write, origin in saved_tensor_writes_with_provenance(model, backward):
+        for write, origin, saved_at in saved_tensor_writes_with_provenance(model, backward):
             if origin.origin is Origin.OUTPUT:
                 whose = "forward's output"
             elif origin.origin is Origin.INPUT and origin.position is not None and origin.position < len(inputs):
@@ -32,4 +32,6 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
                 CODE, model, backward, write.statement,
                 f"in-place {write.described} on the saved tensor {write.name}, which is {whose}: it "
                 f"silently changes a tensor the caller holds; work on a copy",
+                related=write_related(module, write)
+                + (module.related(*saved_at, f"{write.name} is saved here") if saved_at is not None else ()),
             )

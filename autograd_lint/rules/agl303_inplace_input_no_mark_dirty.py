@@ -7,7 +7,7 @@ from typing import Iterator
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.analysis.tensorness import Tensorness
 from autograd_lint.findings import Finding
-from autograd_lint.rules._inplace import input_writes
+from autograd_lint.rules._inplace import input_writes, write_related
 
 CODE = "AGL303"
 
@@ -38,4 +38,5 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
                 CODE, model, forward, write.statement,
                 f"in-place {write.described} on the input {write.name} without ctx.mark_dirty({write.name}): "
                 f"autograd does not know the input changed and later gradients are silently wrong",
+                related=write_related(module, write),
             )

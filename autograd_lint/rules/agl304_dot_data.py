@@ -65,12 +65,14 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
                 if finding.line not in lines:
                     lines.add(finding.line)
                     yield finding
-            for call, helper, how, line in _helper_data_writes(model, method):
+            for call, helper, how, write in _helper_data_writes(model, method):
+                line = helper.span(write).line
                 finding = module.at(
                     CODE, model, method, call,
-                    f"{how} through .data in {helper}() at line {line}, on a tensor passed here: "
+                    f"{how} through .data in {helper.name}() at line {line}, on a tensor passed here: "
                     f"{_WRITE_HARM}; write to the tensor itself",
                     severity="error",
+                    related=module.related(helper, write, f"the write through .data in {helper.name}()"),
                 )
                 if finding.line not in lines:
                     lines.add(finding.line)
@@ -136,10 +138,11 @@ def _rebound_scratch(model: FunctionModel, method: Method, data: cst.Attribute) 
     return name
 
 
-def _helper_data_writes(model: FunctionModel, method: Method) -> Iterator[tuple[cst.Call, str, str, int]]:
+def _helper_data_writes(model: FunctionModel, method: Method
+                        ) -> Iterator[tuple[cst.Call, Method, str, cst.CSTNode]]:
     """Writes through ``.data`` in a helper ``method`` calls (one level deep, see
-    ``FunctionModel.helper``) into a parameter bound to a tensor argument: (call, helper name,
-    how, line of the write)."""
+    ``FunctionModel.helper``) into a parameter bound to a tensor argument: (call, helper,
+    how, the write)."""
     if method.name not in BACKWARD_METHODS + FORWARD_METHODS:
         return
     judge = model.judge(method)
@@ -155,7 +158,7 @@ def _helper_data_writes(model: FunctionModel, method: Method) -> Iterator[tuple[
                     isinstance(receiver, cst.Attribute) and receiver.attr.value in VIEW_METHODS):
                 receiver = receiver.value
             if isinstance(receiver, cst.Name) and receiver.value in tensors:
-                yield call, helper.name, how, helper.span(node).line
+                yield call, helper, how, node
                 break
 
 

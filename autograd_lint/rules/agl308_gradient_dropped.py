@@ -15,7 +15,7 @@ from autograd_lint.analysis.dependence import certain_inputs
 from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.analysis.syntax import constant_index, dotted, is_ctx_attr
 from autograd_lint.analysis.tensorness import Tensorness
-from autograd_lint.findings import Finding
+from autograd_lint.findings import Finding, RelatedLocation
 from autograd_lint.rules._common import is_stub, raises_only, reachable_returns, returned_values
 
 CODE = "AGL308"
@@ -62,7 +62,18 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
                 f"{evidence.shown}, {evidence.made_by} (line {evidence.line}): its .grad stays None and it "
                 f"never trains, with no error; return its gradient, or raise when "
                 f"ctx.needs_input_grad[{position}] if it must stay constant",
+                related=module.related(model.forward, forward_return,
+                                       f"forward's output depends on {param.name} here")
+                + _made_at(module, evidence.line, f"{evidence.shown}, {evidence.made_by}"),
             )
+
+
+def _made_at(module: ModuleAnalysis, line: int, what: str) -> tuple[RelatedLocation, ...]:
+    """Where the caller's trainable parameter is made (a line of this file; its first character)."""
+    if not 0 < line <= len(module.lines):
+        return ()
+    text = module.lines[line - 1]
+    return (RelatedLocation(module.path, line, len(text) - len(text.lstrip()) + 1, what),)
 
 
 def _is_none(value: Optional[cst.BaseExpression], judge) -> bool:

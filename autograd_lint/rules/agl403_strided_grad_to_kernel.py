@@ -50,4 +50,6 @@ def check(module: ModuleAnalysis) -> Iterator[Finding]:
                 f"then reads the wrong elements, silently{unless}; gradcheck only tries contiguous "
                 f"gradients",
                 severity="error" if certain else "warning",
+                related=(module.related(handoff.method, kernel.call, f"{kernel.shown} called in {handoff.method.name}()")
+                         if handoff.via is not None else ()),
             )

@@ -15,6 +15,8 @@ What it reuses, so that the editor and the CLI agree:
 - **Other buffers**: the other open buffers changed since their last save stand in for their
   files (``engine.lint_text``'s ``other_texts``); when what the other files see of a buffer
   changes (its ``pipeline.facts_of``), they are linted again.
+- **Untitled buffers** (``untitled:Untitled-1``, no file on disk): the text is a lone file, with
+  the settings of the workspace root's ``pyproject.toml`` and no facts from disk (``Target``).
 
 Static mode only: nothing of the user's code is imported or run, and ``--dynamic`` never runs.
 """
@@ -28,6 +30,7 @@ import os
 import sys
 import tokenize
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Optional
 
 from lsprotocol import types
@@ -39,11 +42,13 @@ from autograd_lint import flake8_plugin
 from autograd_lint.catalogue import RULES
 from autograd_lint.engine import lint_text
 from autograd_lint.explain import ExplainError, explain, page_path
-from autograd_lint.findings import Finding
+from autograd_lint.findings import Finding, RelatedLocation
+from autograd_lint.analysis.snippet import remember_class_trees
 from autograd_lint.analysis.source_file import SourceFile
 from autograd_lint.fix.available import annotate
 from autograd_lint.fix.driver import fix_file
 from autograd_lint.fix.registry import FIXERS
+from autograd_lint.gc_pause import gc_paused
 from autograd_lint.pipeline import facts_of
 from autograd_lint.selection import EnabledRules
 from autograd_lint.suppression import noqa_code_span
@@ -60,6 +65,9 @@ SEVERITIES = {
 }
 NOTHING_ENABLED = EnabledRules(frozenset())
 SETTINGS_WATCHER = "autograd-lint-pyproject-toml"
+# Characters of class and helper text whose libcst trees the server keeps (about 200 bytes of
+# memory each, with positions: at most about 50 MB), the oldest forgotten first.
+REMEMBERED_TREE_CHARACTERS = 250_000
 
 
 @dataclass
@@ -100,19 +108,38 @@ class AutogradLintServer(LanguageServer):
 
     # --- linting ------------------------------------------------------------------------------
 
+    def target(self, uri: str) -> Optional["Target"]:
+        """What the buffer of ``uri`` is linted as; None for a document that is not Python, or
+        neither a file (``file:``) nor an untitled buffer (``untitled:``)."""
+        path = _path_of(uri)
+        if path is not None:
+            return Target(path, on_disk=True)
+        if uri.startswith(UNTITLED_SCHEME) and uri in self.workspace.text_documents and \
+                self.workspace.get_text_document(uri).language_id == "python":
+            root = self.workspace.root_path or os.getcwd()
+            return Target(os.path.join(root, _untitled_name(uri)), on_disk=False)
+        return None
+
     def lint(self, uri: str) -> Optional[Linted]:
         """Lint the buffer of ``uri`` now and publish its diagnostics; None for a document that
-        is not a file on disk (its project and settings cannot be known) or not Python."""
-        path = _path_of(uri)
-        if path is None:
+        is not linted (``target``)."""
+        target = self.target(uri)
+        if target is None:
             return None
+        path = target.path
         document = self.workspace.get_text_document(uri)
         text = document.source
         self._show_config_error(path)
+        # An untitled buffer is no file of the project: the others never see it, nor it them.
         others = [(other, self.workspace.get_text_document(uri_).source) for uri_ in sorted(self.unsaved)
-                  if uri_ != uri and uri_ in self.workspace.text_documents and (other := _path_of(uri_)) is not None]
+                  if target.on_disk and uri_ != uri and uri_ in self.workspace.text_documents
+                  and (other := _path_of(uri_)) is not None]
         try:
-            linted = _lint(path, text, others)
+            # A lint makes hundreds of thousands of objects without cycles (syntax trees): the
+            # collections they would trigger took a third of a warm edit's time on torch (bench/
+            # NOTES.md, issue 31). The young generations are collected once it is published.
+            with gc_paused():
+                linted = _lint(target, text, others)
         except Exception as error:  # noqa: BLE001 - a bug of ours must not stop the server
             self.window_log_message(types.LogMessageParams(
                 types.MessageType.Error, f"autograd-lint: internal error on {path}: {type(error).__name__}: {error}"))
@@ -121,7 +148,9 @@ class AutogradLintServer(LanguageServer):
         self.linted[uri] = linted
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
             uri=uri, version=document.version, diagnostics=[_diagnostic(document, f) for f in findings]))
-        self._tell_the_others(uri, linted)
+        if target.on_disk:  # what the other files see of it (an untitled buffer: nothing)
+            self._tell_the_others(uri, linted)
+        gc.collect(1)
         return linted
 
     def _tell_the_others(self, uri: str, linted: Linted) -> None:
@@ -190,16 +219,38 @@ class AutogradLintServer(LanguageServer):
                 self.window_show_message(types.ShowMessageParams(types.MessageType.Error, message))
 
 
+UNTITLED_SCHEME = "untitled:"
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a buffer is linted as. ``path``: its file; for an untitled buffer, a name in the
+    workspace root (whose settings apply to it; nothing is read from that file).
+    ``on_disk``: False for an untitled buffer, linted alone: no project facts from disk, and the
+    rules that need a project (``RuleInfo.project_wide``) stay off, as for a file of no project."""
+
+    path: str
+    on_disk: bool
+
+
+def _untitled_name(uri: str) -> str:
+    """``untitled:Untitled-1`` -> ``Untitled-1.py``: a file name, for the settings'
+    ``per-file-ignores`` and the findings' path."""
+    name = "".join(c if c.isalnum() or c in "-_." else "_" for c in uri[len(UNTITLED_SCHEME):].rsplit("/", 1)[-1])
+    return (name or "untitled") + ("" if name.endswith((".py", ".pyi")) else ".py")
+
+
 def _path_of(uri: str) -> Optional[str]:
     path = to_fs_path(uri) if uri.startswith("file:") else None
     return path if path is not None and path.endswith((".py", ".pyi")) else None
 
 
-def _lint(path: str, text: str, others: list[tuple[str, str]] = ()) -> Linted:
-    """The CLI's findings for ``text`` as the file ``path`` (see the module's docstring), with
-    ``others`` ((path, text) of the other unsaved buffers) in place of their files; their fixes
-    not yet asked for (``Linted.with_fixes``)."""
-    project = flake8_plugin.project_of(path)
+def _lint(target: Target, text: str, others: list[tuple[str, str]] = ()) -> Linted:
+    """The CLI's findings for ``text`` as the file ``target.path`` (see the module's docstring),
+    with ``others`` ((path, text) of the other unsaved buffers) in place of their files; their
+    fixes not yet asked for (``Linted.with_fixes``)."""
+    path = target.path
+    project = flake8_plugin.project_of(path) if target.on_disk else None
     selection = _selection(path, project is not None)
     # As lint_text makes it (the project's cache keys the facts by the text's hash).
     source = SourceFile(path, text=text, hashing=project is not None)
@@ -233,7 +284,21 @@ def _diagnostic(document, finding: Finding) -> types.Diagnostic:
         code=finding.code,
         code_description=types.CodeDescription(href=page.as_uri()) if page is not None else None,
         source=SOURCE,
+        related_information=[_related_information(document, finding, place) for place in finding.related] or None,
     )
+
+
+def _related_information(document, finding: Finding, place: RelatedLocation) -> types.DiagnosticRelatedInformation:
+    """A related location (``Finding.related``) as the client shows it: a point in this buffer
+    (in the client's units), or in another file of the project."""
+    at = types.Position(place.line - 1, place.column - 1)
+    if place.path == finding.path:
+        uri = document.uri
+        at = document.position_codec.position_to_client_units(document.lines, at)
+    else:
+        uri = Path(os.path.abspath(place.path)).as_uri()
+    return types.DiagnosticRelatedInformation(location=types.Location(uri=uri, range=types.Range(at, at)),
+                                              message=place.message)
 
 
 def _contains(outer: types.Range, inner: types.Range) -> bool:
@@ -278,14 +343,15 @@ def _fix_action(uri: str, path: str, linted: Linted, finding: Finding,
                             edit=_whole_document_edit(uri, linted.text, fixed.after), is_preferred=not unsafe)
 
 
-def _fix_all_action(uri: str, path: str, linted: Linted) -> Optional[types.CodeAction]:
+def _fix_all_action(uri: str, target: Target, linted: Linted) -> Optional[types.CodeAction]:
     """``--fix`` on the buffer: every safe fix, to a fixed point, as the CLI writes it."""
     if not any(f.fix_available and f.fix_safe for f in linted.with_fixes()):
         return None
     data = _encoded(linted.text)
     if data is None:
         return None
-    project = flake8_plugin.project_of(path)
+    path = target.path
+    project = flake8_plugin.project_of(path) if target.on_disk else None
     fixed = fix_file(path, linted.findings, _selection(path, project is not None), False, data)
     if fixed.after is None:
         return None
@@ -407,7 +473,8 @@ def build_server() -> AutogradLintServer:
         linted = ls.current(uri)
         if linted is None:
             return []
-        path = _path_of(uri)
+        target = ls.target(uri)
+        path = target.path
         document = ls.workspace.get_text_document(uri)
         only = params.context.only
         actions: list[types.CodeAction] = []
@@ -425,7 +492,7 @@ def build_server() -> AutogradLintServer:
                 if action is not None:
                     actions.append(action)
         if _wanted(FIX_ALL_KIND, only):
-            action = _fix_all_action(uri, path, linted)
+            action = _fix_all_action(uri, target, linted)
             if action is not None:
                 actions.append(action)
         return actions
@@ -464,5 +531,9 @@ def serve() -> int:
     # The protocol owns stdout: anything printed by mistake goes to stderr (the client's log).
     protocol_out = sys.stdout.buffer
     sys.stdout = sys.stderr
-    build_server().start_io(sys.stdin.buffer, protocol_out)
+    # Each edit lints the buffer again, and most of its classes and helper functions come
+    # through unchanged: their libcst trees (and positions) are kept by text, as --fix keeps
+    # them between rounds, so only what was edited is parsed again (bench/NOTES.md, issue 31).
+    with remember_class_trees(REMEMBERED_TREE_CHARACTERS):
+        build_server().start_io(sys.stdin.buffer, protocol_out)
     return 0
