@@ -28,6 +28,7 @@ import gc
 import io
 import os
 import sys
+import time
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,8 +55,11 @@ from autograd_lint.selection import EnabledRules
 from autograd_lint.suppression import noqa_code_span
 
 SOURCE = "autograd-lint"
-# Typing pauses shorter than this do not lint; the newest text is linted when it fires.
-DEBOUNCE_SECONDS = 0.3
+# A buffer is linted at most once in this many seconds. The first change after a quiet spell is
+# linted at once (its diagnostics come as fast as the lint); changes made sooner after a lint
+# wait for the end of the interval and are linted together, as the newest text, so that typing
+# does not queue a lint per keystroke.
+MIN_INTERVAL_SECONDS = 0.3
 FIX_ALL_KIND = f"{types.CodeActionKind.SourceFixAll.value}.{SOURCE}"
 FIX_ALL_TITLE = "Fix all safe autograd-lint fixes in this file"
 SEVERITIES = {
@@ -97,7 +101,8 @@ class AutogradLintServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__(SOURCE, __version__)
         self.linted: dict[str, Linted] = {}  # by document URI
-        self.pending: dict[str, asyncio.Task] = {}  # the debounced lint of each URI
+        self.pending: dict[str, asyncio.Task] = {}  # the lint each URI is waiting for
+        self.last_lint: dict[str, float] = {}  # when each URI was last linted (time.monotonic)
         self.shown_config_errors: set[str] = set()  # each shown once until the settings change
         # Buffers changed since they were opened or saved: each lint sees their texts in place of
         # their files (a base class edited in one buffer judges its subclasses in the others).
@@ -146,6 +151,7 @@ class AutogradLintServer(LanguageServer):
             return None
         findings = linted.findings
         self.linted[uri] = linted
+        self.last_lint[uri] = time.monotonic()
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
             uri=uri, version=document.version, diagnostics=[_diagnostic(document, f) for f in findings]))
         if target.on_disk:  # what the other files see of it (an untitled buffer: nothing)
@@ -154,7 +160,7 @@ class AutogradLintServer(LanguageServer):
         return linted
 
     def _tell_the_others(self, uri: str, linted: Linted) -> None:
-        """Lint the other open buffers again (once typing pauses) when what they see of this
+        """Lint the other open buffers again (``lint_soon``) when what they see of this
         one changed: a base class, an ``.apply`` call, a gradcheck test."""
         seen = facts_of(linted.source) if linted.source is not None else None
         before = self.seen.get(uri, seen)
@@ -168,16 +174,24 @@ class AutogradLintServer(LanguageServer):
                 self.lint_soon(other)
 
     def lint_soon(self, uri: str) -> None:
-        """Lint ``uri`` once typing pauses for ``DEBOUNCE_SECONDS``: each change restarts the
-        wait, and the text linted is the newest."""
-        self.cancel_pending(uri)
+        """Lint ``uri`` now, or, within ``MIN_INTERVAL_SECONDS`` of its last lint, at the end of
+        that interval. A lint already waiting reads the newest text when it runs: the changes
+        that come meanwhile join it."""
+        if uri in self.pending:
+            return
+        wait = self.wait_before_lint(uri)
 
         async def later() -> None:
-            await asyncio.sleep(DEBOUNCE_SECONDS)
+            await asyncio.sleep(wait)  # 0: after the messages already read, which may join it
             self.pending.pop(uri, None)
             self.lint(uri)
 
         self.pending[uri] = asyncio.get_running_loop().create_task(later())
+
+    def wait_before_lint(self, uri: str) -> float:
+        """Seconds until ``uri`` may be linted again: 0 after a quiet spell."""
+        last = self.last_lint.get(uri)
+        return 0.0 if last is None else max(0.0, last + MIN_INTERVAL_SECONDS - time.monotonic())
 
     def cancel_pending(self, uri: str) -> None:
         task = self.pending.pop(uri, None)
