@@ -29,6 +29,11 @@ Some Functions mean their backward not to be the derivative of forward
 - a gradient token (``gradient_token``): no input moves forward's outputs and backward sends a
   gradient; the same numbers as a forward that returns zeros by mistake, so the class's own text
   must say "token", "inject" or "route";
+- an attribution rule (``attribution_rule``): guided backpropagation and DeConvNet replace a
+  ReLU's backward by the positive part of the incoming gradient (gated by forward's slope, or
+  not); saliency maps are made of it. Gating on the gradient's sign is also a bug, so the class's
+  text must say "guided backprop", "DeConvNet", "saliency" or "attribution" (or its module's
+  name the method);
 - relevance propagation (``relevance_propagation``, LRP): backward returns *relevance*, the
   incoming values redistributed over the inputs (lxt's epsilon, identity, uniform and softmax
   rules), not the gradient. Its numbers: relevance is conserved (each output element hands its
@@ -82,11 +87,19 @@ TOKEN_HINT = re.compile(r"\btoken\b|\binject\w*|\brout(?:e|es|ed|ing)\b", re.IGN
 # over output", say that it propagates relevance (``relevance_propagation``): the same numbers
 # are ``return grad_output`` for a forward that is not the identity.
 RELEVANCE_HINT = re.compile(r"relevance|\bLRP\b|conservation", re.IGNORECASE)
+# Words that, next to a backward that passes on only the positive part of the incoming gradient
+# (through forward's own gate), say that it is an attribution method's rule (``attribution_rule``):
+# the same numbers are a backward that gates on the gradient's sign by mistake.
+ATTRIBUTION_HINT = re.compile(r"guided[ _-]?backprop\w*|deconv[ _-]?net|saliency|attribution", re.IGNORECASE)
+# What the module's text may say instead, for a class without words of its own (monai's
+# ``_AutoGradReLU`` in its guided-backpropagation module): the methods' names only ("attribution"
+# is also in licence headers).
+ATTRIBUTION_MODULE_HINT = re.compile(r"guided[ _-]?backprop\w*|deconv[ _-]?net", re.IGNORECASE)
 
 
 @dataclass
 class ByDesign:
-    kind: str  # ESTIMATOR | MODIFIER | TANGENT | NATURAL | QUANTIZED | TOKEN | RELEVANCE, maybe + WITH_HYPERPARAMETER
+    kind: str  # ESTIMATOR | MODIFIER | TANGENT | NATURAL | QUANTIZED | TOKEN | RELEVANCE | ATTRIBUTION, maybe + WITH_HYPERPARAMETER
     message: str
 
 
@@ -97,6 +110,7 @@ NATURAL = "natural gradient"
 QUANTIZED = "quantized forward, real-valued backward"
 TOKEN = "gradient token"
 RELEVANCE = "relevance propagation (LRP)"
+ATTRIBUTION = "attribution rule (guided backpropagation, DeConvNet)"
 WITH_HYPERPARAMETER = " with a fixed hyper-parameter"  # appended to an estimator's kind
 
 
@@ -278,6 +292,73 @@ def relevance_propagation(cls: type, function: Callable[..., Any], inputs: tuple
               if any(abs(factor - 1) > 0.02 for factor in factors) else "")
     return (f"{RELEVANCE}: backward returns relevance for {what} by the epsilon rule (gradient times input over "
             f"output{shared}), not the gradient (its documentation says \"{words}\")")
+
+
+def attribution_rule(cls: type, make_inputs: Callable[[], tuple], function: Callable[..., Any]) -> str:
+    """How backward passes on the positive part of the incoming gradient, as guided
+    backpropagation and DeConvNet do, or "".
+
+    For one float input and one output of its shape (an elementwise activation), and a signed
+    random gradient ``g``: backward's result is ``max(g, 0)`` wherever it is not zero, and where
+    it is zero while ``g`` is positive, forward is flat (its slope, by central differences, is
+    zero: the ReLU's gate). DeConvNet passes ``max(g, 0)`` everywhere, guided backpropagation
+    through forward's gate. The class's text must say so (``ATTRIBUTION_HINT``: its docstring
+    first), or its module's must name the method (``ATTRIBUTION_MODULE_HINT``)."""
+    docstring = inspect.getdoc(cls) or ""
+    words = ((ATTRIBUTION_HINT.search(docstring) or [""])[0] or _documented_as(cls, ATTRIBUTION_HINT)
+             or (ATTRIBUTION_MODULE_HINT.search(_source_text(cls, module_too=True)) or [""])[0])
+    if not words:
+        return ""
+    inputs = make_inputs()
+    floats = [index for index, value in enumerate(inputs)
+              if isinstance(value, torch.Tensor) and value.is_floating_point() and value.requires_grad]
+    if len(floats) != 1:
+        return ""
+    value = inputs[floats[0]].detach()
+    with torch.no_grad():
+        try:
+            outputs = _outputs(function, inputs)
+        except Exception:
+            return ""
+    if len(outputs) != 1 or outputs[0].shape != value.shape or not value.numel():
+        return ""
+    generator = torch.Generator().manual_seed(1412)
+    incoming = torch.randn(value.shape, dtype=outputs[0].dtype, generator=generator)
+    result = _backward(cls, make_inputs, [incoming])
+    if result is None or len(result) <= floats[0] or not isinstance(result[floats[0]], torch.Tensor):
+        return ""
+    passed = result[floats[0]].double()
+    positive = incoming.double().clamp(min=0)
+    if passed.shape != positive.shape or not bool((incoming < 0).any()) or not bool((incoming > 0).any()):
+        return ""
+    through = passed != 0
+    if not torch.allclose(passed[through], positive[through], rtol=1e-6, atol=1e-9):
+        return ""
+    slope = _elementwise_slope(function, inputs, floats[0])
+    stopped = (~through) & (incoming > 0)
+    if slope is None or bool((slope[stopped].abs() > 1e-6).any()):
+        return ""
+    gated = bool(stopped.any())
+    return (f"{ATTRIBUTION}: backward passes on only the positive part of the incoming gradient"
+            + (", through forward's gate" if gated else "") + ", not the gradient"
+            + f" (its documentation says \"{words}\")")
+
+
+def _elementwise_slope(function: Callable[..., Any], inputs: tuple, index: int) -> Optional[torch.Tensor]:
+    """Forward's derivative, element by element, by central differences (an elementwise forward)."""
+    value = inputs[index].detach().double()
+    step = 1e-6
+    slopes = []
+    for moved in (value + step, value - step):
+        arguments = list(inputs)
+        arguments[index] = moved.to(inputs[index].dtype).requires_grad_(True)
+        with torch.no_grad():
+            try:
+                outputs = _outputs(function, tuple(arguments))
+            except Exception:
+                return None
+        slopes.append(outputs[0].double())
+    return (slopes[0] - slopes[1]) / (2 * step)
 
 
 def documents_relevance(cls: type) -> bool:

@@ -198,8 +198,11 @@ def _run_checks(cls: type, make_inputs: Callable[[], tuple], names: list[str],
     report.ran.append("linearity")
     if nonlinear:
         kind = by_design.known_modifier(cls, make_inputs, differentiable_outputs(cls))
+        attribution = "" if kind else by_design.attribution_rule(cls, make_inputs, differentiable_outputs(cls))
         if kind:  # a gradient clipper over an identity forward: clipping is its purpose
             report.findings.append(RuntimeFinding("AGL908", f"{kind} (forward {_forward_shape(kind)}): {nonlinear}"))
+        elif attribution:  # guided backpropagation: dropping the negative gradient is the method
+            report.findings.append(RuntimeFinding("AGL908", f"{attribution}: {nonlinear}"))
         else:
             report.findings.append(RuntimeFinding("AGL909", nonlinear))
             report.skipped.append("gradgradcheck: backward is not linear in its gradient (AGL909)")
@@ -537,6 +540,12 @@ def _judged(cls: type, function: Callable[..., Any], make_inputs: Callable[[], t
     explained = by_design.explain_failure(cls, make_inputs, names, function, failing)
     if explained is not None:
         return GradcheckOutcome(by_design=explained, tolerances=tolerances)
+    attribution = by_design.attribution_rule(cls, make_inputs, function) if failing else ""
+    if attribution:
+        return GradcheckOutcome(by_design=by_design.ByDesign(by_design.ATTRIBUTION, f"{attribution}. gradcheck fails "
+                                                             "by design (the gradient is not forward's derivative); "
+                                                             "backward's count, shapes, dtypes and finiteness were "
+                                                             "checked"), tolerances=tolerances)
     relevance = _relevance_rule(cls, function, inputs, names, jacobians) if failing else ""
     if relevance:
         return GradcheckOutcome(by_design=by_design.ByDesign(by_design.RELEVANCE, f"{relevance}. gradcheck fails by "
