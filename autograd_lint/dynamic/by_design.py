@@ -304,9 +304,8 @@ def attribution_rule(cls: type, make_inputs: Callable[[], tuple], function: Call
     zero: the ReLU's gate). DeConvNet passes ``max(g, 0)`` everywhere, guided backpropagation
     through forward's gate. The class's text must say so (``ATTRIBUTION_HINT``: its docstring
     first), or its module's must name the method (``ATTRIBUTION_MODULE_HINT``)."""
-    docstring = inspect.getdoc(cls) or ""
-    words = ((ATTRIBUTION_HINT.search(docstring) or [""])[0] or _documented_as(cls, ATTRIBUTION_HINT)
-             or (ATTRIBUTION_MODULE_HINT.search(_source_text(cls, module_too=True)) or [""])[0])
+    words = (_words(ATTRIBUTION_HINT, inspect.getdoc(cls) or "") or _documented_as(cls, ATTRIBUTION_HINT)
+             or _words(ATTRIBUTION_MODULE_HINT, _source_text(cls, module_too=True)))
     if not words:
         return ""
     inputs = make_inputs()
@@ -588,7 +587,11 @@ def sign_estimator(cls: type, analytical: torch.Tensor, numerical: torch.Tensor)
 
 def _documented_as(cls: type, pattern: re.Pattern) -> str:
     """The words of the class's documentation that ``pattern`` meets first (``straight-through``)."""
-    found = pattern.search(_source_text(cls))
+    return _words(pattern, _source_text(cls))
+
+
+def _words(pattern: re.Pattern, text: str) -> str:
+    found = pattern.search(text)
     return found.group(0) if found else ""
 
 

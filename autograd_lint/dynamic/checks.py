@@ -35,7 +35,7 @@ import os
 import re
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 import torch
 from torch.autograd.gradcheck import GradcheckError
@@ -153,10 +153,9 @@ def _run_checks(cls: type, make_inputs: Callable[[], tuple], names: list[str],
     raw_problems, blocking = raw_backward_problems(cls, make_inputs, names)
     report.ran.append("raw backward")
     if raw_problems:
-        report.findings.append(RuntimeFinding("AGL903", "; ".join(text for _, text in raw_problems),
-                                              tuple(dict.fromkeys(kind for kind, _ in raw_problems)),
-                                              smaller_inputs_only=all(text.endswith(_SMALLER_INPUT)
-                                                                      for _, text in raw_problems)))
+        report.findings.append(RuntimeFinding("AGL903", "; ".join(problem.text for problem in raw_problems),
+                                              tuple(dict.fromkeys(problem.kind for problem in raw_problems)),
+                                              smaller_inputs_only=all(p.for_smaller_input for p in raw_problems)))
     if blocking:  # autograd itself would raise: gradcheck would only repeat the same error
         report.skipped.append("gradcheck: backward's result is rejected by autograd (AGL903)")
         return report
@@ -349,8 +348,17 @@ def is_repeatable(cls: type, make_inputs: Callable[[], tuple]) -> bool:
     return True
 
 
+class Problem(NamedTuple):
+    """One thing wrong with backward's raw result (AGL903)."""
+
+    kind: str  # one of dedupe.AGL903_KINDS
+    text: str
+    # A wrong shape that is a smaller input's, broadcasting to the one given (0-d for (3, 4)).
+    for_smaller_input: bool = False
+
+
 def raw_backward_problems(cls: type, make_inputs: Callable[[], tuple],
-                          names: list[str]) -> tuple[list[tuple[str, str]], bool]:
+                          names: list[str]) -> tuple[list[Problem], bool]:
     """What is wrong with backward's raw result as (kind, text) pairs, and whether autograd would
     reject it (vs. cast it)."""
     inputs = make_inputs()
@@ -368,12 +376,12 @@ def raw_backward_problems(cls: type, make_inputs: Callable[[], tuple],
     except Exception:  # the user's backward failed: gradcheck reports it (AGL901)
         return [], False
     returned = result if isinstance(result, tuple) else (result,)
-    problems: list[tuple[str, str]] = []
+    problems: list[Problem] = []
     blocking = False
     expected = len(node.needs_input_grad)
     extra = returned[expected:]
     if len(returned) < expected or any(value is not None for value in extra):
-        problems.append(("count", f"backward returned {len(returned)} value{'s' * (len(returned) != 1)} "
+        problems.append(Problem("count", f"backward returned {len(returned)} value{'s' * (len(returned) != 1)} "
                                   f"for {expected} input{'s' * (expected != 1)}"))
         return problems, True
     for index, (value, grad) in enumerate(zip(inputs, returned)):
@@ -381,33 +389,31 @@ def raw_backward_problems(cls: type, make_inputs: Callable[[], tuple],
         if grad is None:
             continue
         if not isinstance(value, torch.Tensor):
-            problems.append(("type", f"gradient {index} is not None but {what} is not a tensor"))
+            problems.append(Problem("type", f"gradient {index} is not None but {what} is not a tensor"))
             blocking = True
             continue
         if not value.requires_grad:
             continue  # autograd never looks at it (silently): not a wrong result for this call
         if not isinstance(grad, torch.Tensor):
-            problems.append(("type", f"gradient for {what} is a {type(grad).__name__}, not a tensor"))
+            problems.append(Problem("type", f"gradient for {what} is a {type(grad).__name__}, not a tensor"))
             blocking = True
             continue
         if grad.shape != value.shape and not _reducible(grad.shape, value.shape):
             swapped = sorted(grad.shape) == sorted(value.shape)
-            problems.append(("shape", f"gradient for {what} has shape {tuple(grad.shape)}, "
-                                      f"the input {tuple(value.shape)}"
-                                      + (" (the same sizes in another order: axes swapped)" if swapped else "")
-                                      + (_SMALLER_INPUT if _broadcasts_to(grad.shape, value.shape) else "")))
+            smaller = _broadcasts_to(grad.shape, value.shape)
+            problems.append(Problem("shape", f"gradient for {what} has shape {tuple(grad.shape)}, "
+                                             f"the input {tuple(value.shape)}"
+                                             + (" (the same sizes in another order: axes swapped)" if swapped else "")
+                                             + (", the shape of a smaller input that broadcasts to it"
+                                                if smaller else ""), smaller))
             blocking = True
         if grad.dtype != value.dtype and not _cast_back(grad, value, outputs):
-            problems.append(("dtype", f"gradient for {what} is {_dtype(grad)}, the input {_dtype(value)} "
+            problems.append(Problem("dtype", f"gradient for {what} is {_dtype(grad)}, the input {_dtype(value)} "
                                       "(autograd casts it silently)"))
         if grad.device != value.device:
-            problems.append(("device", f"gradient for {what} is on {grad.device}, the input on {value.device}"))
+            problems.append(Problem("device", f"gradient for {what} is on {grad.device}, the input on {value.device}"))
             blocking = True
     return problems, blocking
-
-
-# Said of a gradient shaped for a smaller input that broadcasts to the one given (0-d for (3, 4)).
-_SMALLER_INPUT = ", the shape of a smaller input that broadcasts to it"
 
 
 def _broadcasts_to(smaller: torch.Size, shape: torch.Size) -> bool:

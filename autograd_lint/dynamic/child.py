@@ -411,19 +411,17 @@ def _uncertain_on_guesses(cls: type, inputs: Any, names: list[str], found: list,
     - AGL903 when every problem is a gradient shaped for a smaller input that broadcasts to the
       guessed one (a time constant guessed (3, 4) for which the class returns a 0-d gradient, as
       for the 0-d parameter it is always given). Axes swapped, or any other shape, stay errors."""
-    if getattr(inputs, "source", "") != "synthesized" or not any(f.level != "warning" for f in found):
+    if inputs.source != "synthesized":
         return found
-    from autograd_lint.dynamic import checks
-
     result = []
     for finding in found:
-        if finding.level == "warning" or finding.level == "info":
+        if finding.level in ("warning", "info"):
             result.append(finding)
-        elif finding.code == "AGL903" and getattr(finding, "smaller_inputs_only", False):
+        elif finding.code == "AGL903" and finding.smaller_inputs_only:
             result.append(replace(finding, level="warning", message=(
                 f"{finding.message} (not certain: the inputs' shapes were guessed, and the class may be "
                 "meant for that smaller shape; declare an @example to check it on real inputs)")))
-        elif finding.code == "AGL901" and _passes_with_unit_numbers(cls, inputs, names, checks, entry):
+        elif finding.code == "AGL901" and _passes_with_unit_numbers(cls, inputs, names, entry):
             numbers = ", ".join(f"`{name}`" for name, value in zip(names, inputs.make_inputs())
                                 if _is_guessed_number(value))
             result.append(replace(finding, level="warning", message=(
@@ -439,9 +437,11 @@ def _is_guessed_number(value: Any) -> bool:
     return isinstance(value, float) and value != 1.0
 
 
-def _passes_with_unit_numbers(cls: type, inputs: Any, names: list[str], checks: Any, entry: dict) -> bool:
+def _passes_with_unit_numbers(cls: type, inputs: Any, names: list[str], entry: dict) -> bool:
     """gradcheck, again, with every float argument that is not 1.0 set to 1.0 (nothing else
     changed); False when there is none, or when anything raises."""
+    from autograd_lint.dynamic import checks
+
     if not any(_is_guessed_number(value) for value in inputs.make_inputs()):
         return False
 
