@@ -44,6 +44,17 @@ imports torch, so it goes in a second step, without build isolation::
         btorch mambapy sigpy torchspd pytopk torch-betainc
     /tmp/venv-blind8/bin/pip install --no-build-isolation -c bench/dynamic-blind8-constraints.txt torch==2.13.0 qsparse
     /tmp/venv-blind8/bin/python bench/dynamic_ecosystem.py run --batch blind8 --out /tmp/blind8-now
+
+`--batch blind9` selects the ninth blind batch (issue 29's measure, again): nineteen more pure-PyTorch packages, in
+an environment of their own (bench/dynamic-blind9-constraints.txt, torch pinned). omnibias-binary needs its `torch`
+extra (two of its modules import `omnibias.torch`); dhl-mm's Function class is in its second top-level package,
+`equivariant`::
+
+    python3 -m venv /tmp/venv-blind9
+    /tmp/venv-blind9/bin/pip install -e . torch==2.13.0 -c bench/dynamic-blind9-constraints.txt \
+        tad-mctc ptranking autolrp 'omnibias-binary[torch]' diffcb astrohebbian torchdeform iunets torchjd gsmc-torch \
+        egnlib torchdae torchsolve torchcurves torch-dxdt torchot torchspin invtorch dhl-mm
+    PYTHONPATH=. /tmp/venv-blind9/bin/python bench/dynamic_ecosystem.py run --batch blind9 --out /tmp/blind9-now
 """
 
 from __future__ import annotations
@@ -68,7 +79,13 @@ BLIND7 = ("interpol", "hypll", "torchpme", "spikingtorch", "kymatio", "pyepo", "
 # packages that no earlier batch used; run first at ff9e634, before any change made for them.
 BLIND8 = ("matterhorn_pytorch", "torchray", "torchesnufft", "torchgw", "torch_semiring_einsum", "magic_clamp",
           "TorchDiffEqPack", "btorch", "mambapy", "sigpy", "torchspd", "pytopk", "torch_betainc", "qsparse")
-BATCHES = {"ecosystem": PACKAGES, "blind7": BLIND7, "blind8": BLIND8}
+# Import names of the ninth blind batch (issue 29's measure, bench/dynamic-findings.md): pure-PyTorch packages
+# that no earlier batch used, their directories under site-packages (`dcb` is diffcb's, `egn` egnlib's, `omnibias`
+# omnibias-binary's, `equivariant` dhl-mm's); run once, blind, at the commit the findings name.
+BLIND9 = ("tad_mctc", "ptranking", "autolrp", "omnibias", "dcb", "astrohebbian", "torchdeform", "iunets", "torchjd",
+          "gsmc_torch", "egn", "torchdae", "torchsolve", "torchcurves", "torch_dxdt", "torchot", "torchspin", "invtorch",
+          "equivariant")
+BATCHES = {"ecosystem": PACKAGES, "blind7": BLIND7, "blind8": BLIND8, "blind9": BLIND9}
 
 
 def run(args: argparse.Namespace) -> int:
