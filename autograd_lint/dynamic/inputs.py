@@ -9,7 +9,9 @@ Sources, in order (the first whose forward runs wins):
 3. synthesized from forward's signature: structured matrices first where a parameter's name or
    docstring asks for one (``structure``), then the plain guesses (``synthesis``), then second
    tries led by the errors (both): when no candidate ran, and also when the only ones that ran
-   are guesses on which backward raised (the fallback below).
+   are guesses on which backward raised (the fallback below). The second tries start with the
+   arguments that the package's own callers of ``apply`` build, the callers themselves called
+   with synthesized arguments (``callers``).
 Every source yields ``Candidate``s: a recipe of raw arguments; ``make_inputs`` turns a recipe into a
 fresh tuple of float64 tensors requiring grad on the chosen device (but those a ``TensorSpec``
 asks without: an input forward refuses gradients for), the same values every time.
@@ -32,8 +34,8 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 
 import torch
 
-from autograd_lint.dynamic import callsites, structure, synthesis
-from autograd_lint.dynamic.candidate import Candidate
+from autograd_lint.dynamic import callers, callsites, structure, synthesis
+from autograd_lint.dynamic.candidate import Candidate, CapturedTensor
 from autograd_lint.dynamic.settings import from_config_value
 from autograd_lint.examples import EXAMPLES_ATTRIBUTE, TensorSpec
 
@@ -100,6 +102,9 @@ def choose_inputs(cls: type, module: Any, call_site_files: list[str], config_exa
         # Nothing ran, or only with a backward that raised (or returned a gradient of another shape
         # than the input's: a guessed size that backward does not share): try again, led by the errors.
         if errors:
+            # The package's own callers build what no guess can be (a plan, the calling module).
+            yield from callers.candidates(cls, module, call_site_files, SEED,
+                                          lambda recipe: make_inputs_factory(recipe, device), deadline)
             yield from synthesis.retry_candidates(cls, errors, numbers)
             yield from structure.retry_candidates(cls, errors)
 
@@ -224,7 +229,8 @@ def _without_unwanted_grad(cls: type, candidate: Candidate, make: Callable[[], t
         make = make_inputs_factory(tapped, device, leaves=getattr(make, "leaves", True))
         if forward_problem(cls, make) is None and backward_problem(cls, make) is None:
             return Candidate(candidate.source, f"{detail}; taps {_taps_shown(recipe(), ungraded)})", tapped, (), names)
-    return Candidate(candidate.source, f"{detail})", without_grad, (), names)
+    return Candidate(candidate.source, f"{detail})", without_grad, (), () if candidate.shapes_known else names,
+                     candidate.shapes_known)
 
 
 FILTER_TAPS = 4  # a short filter's length (db2's), even, as stride-2 filter banks take
@@ -246,6 +252,8 @@ def _spec_without_grad(value: Any, taps: bool = False) -> Any:
         return replace(value, requires_grad=False)
     if isinstance(value, synthesis.UnitQuaternionAt):
         return replace(value, spec=replace(value.spec, requires_grad=False))
+    if isinstance(value, CapturedTensor):
+        return replace(value, requires_grad=False)
     return value
 
 
@@ -372,6 +380,9 @@ def prepare(value: Any, device: str) -> Any:
     elif isinstance(value, synthesis.UnitQuaternionAt):
         wants_grad = value.spec.wants_grad
         value = _with_unit_quaternion(materialize(value.spec), value.start)
+    elif isinstance(value, CapturedTensor):
+        wants_grad = value.requires_grad
+        value = value.tensor
     if not isinstance(value, torch.Tensor):
         return value
     tensor = value.detach().clone().to(device)
@@ -470,8 +481,21 @@ def _shapes(inputs: Iterable[Any]) -> str:
             dtype = "" if value.is_floating_point() else f" {str(value.dtype).replace('torch.', '')}"
             parts.append(f"{tuple(value.shape)}{dtype}")
         else:
-            parts.append(repr(value) if not isinstance(value, float) or math.isfinite(value) else str(value))
+            parts.append(_shown(value))
     return ", ".join(parts)
+
+
+def _shown(value: Any) -> str:
+    """A plain value as written; an object by its type (a default repr's address differs per run)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    text = repr(value)
+    if type(value).__repr__ is object.__repr__ or len(text) > MAX_SHOWN_VALUE:
+        return f"a {type(value).__name__}"
+    return text
+
+
+MAX_SHOWN_VALUE = 80
 
 
 def _first_line(error: BaseException) -> str:
