@@ -113,7 +113,7 @@ class TrainableArguments:
         if self._aliases is None:  # one walk for all the file's classes: the tree may be large
             self._aliases = _apply_aliases(self.tree)
         aliases = self._aliases.get(class_name, set())
-        for call, cls, functions in self.apply_calls():
+        for call, cls, functions in self._apply_calls():
             if not _calls_apply(call.func, class_name, aliases):
                 continue
             args = call.args
@@ -219,7 +219,7 @@ class TrainableArguments:
                 return (values[0] if len(values) == 1 else None), scope
         return None, None
 
-    def apply_calls(self) -> list[tuple[ast.Call, Optional[ast.ClassDef], list[ast.AST]]]:
+    def _apply_calls(self) -> list[tuple[ast.Call, Optional[ast.ClassDef], list[ast.AST]]]:
         """Every call in the file, with its enclosing class and the scopes around it (the module,
         then each enclosing function)."""
         if self._calls is None:
