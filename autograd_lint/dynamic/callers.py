@@ -203,7 +203,7 @@ def _larger(slots: list[synthesis.Slot]) -> list[synthesis.Slot]:
             if slot.kind == synthesis.FLOAT and slot.shape is None else slot for slot in slots]
 
 
-_LARGER = {1: (16,), 2: (8, 16), 3: (2, 8, 16), 4: (1, 2, 8, 16), 5: (1, 2, 2, 8, 16), 6: (1, 1, 2, 2, 8, 16)}
+_LARGER = {1: (16,), 2: (8, 16), 3: (1, 8, 16), 4: (1, 1, 8, 16), 5: (1, 1, 1, 8, 16), 6: (1, 1, 1, 1, 8, 16)}
 
 
 # --- finding the callers --------------------------------------------------------------------------
