@@ -944,9 +944,10 @@ def test_apply_arguments_that_no_guess_can_be_are_captured_from_the_package_s_ca
     # behind a private helper: no guess of apply's own arguments runs, the callers' ones do.
     _, findings, report = fixture_run
     details = {name: function(report, name)["inputs"]["detail"]
-               for name in ("PlannedScale", "PlannedScaleWrong", "_Gated", "_Spectral")}
+               for name in ("PlannedScale", "PlannedScaleWrong", "_Gated", "_Blend", "_Spectral")}
     assert details["PlannedScale"].startswith("through planned_scale(), ")
     assert details["_Gated"].startswith("through Gate().forward(), ")  # built with width=4, its default sharpness
+    assert details["_Blend"].startswith("through Blend().forward(), ")  # k=2, and apply called through an alias
     assert details["_Spectral"].startswith("through expm(), structured (n=4): a (4, 4) symmetric")  # the docstring's words
     for name in details:
         assert function(report, name)["status"] == "checked" and "gradcheck" in function(report, name)["ran"]

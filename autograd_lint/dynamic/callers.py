@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterator, Optional
 import torch
 
 from autograd_lint.dynamic import structure, synthesis
-from autograd_lint.dynamic.callsites import apply_calls, calls_of
+from autograd_lint.dynamic.callsites import apply_calls, calls_of, parsed
 from autograd_lint.dynamic.candidate import Candidate, CapturedTensor
 
 MAX_CALLERS = 6
@@ -214,15 +214,19 @@ def _callers(cls: type, module: Any, files: list[str]) -> Iterator[tuple[str, Ca
     built with its defaults and then on instances of its subclasses, then the callers of those
     module-level functions."""
     functions, methods = [], []
-    for path in _package_files(module, files):
-        for call, scope in apply_calls(path, cls.__name__):
-            if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                continue
-            owner = getattr(scope, "owner_class", None)
-            if getattr(scope, "module_level", False):
-                functions.append((path, None, scope.name))
-            elif owner is not None:
-                methods.append((path, owner, scope.name))
+    package_files = _package_files(module, files)
+    # `Cls.apply(...)` and the calls of a module-level alias (`_noised_topk = _NoisedTopK.apply`).
+    scopes = [(path, scope) for path in package_files for _, scope in apply_calls(path, cls.__name__)]
+    scopes += [(path, scope) for alias in _apply_aliases(getattr(module, "__file__", "") or "", cls.__name__)
+               for _, scope, path in calls_of(alias, package_files)]
+    for path, scope in scopes:
+        if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        owner = getattr(scope, "owner_class", None)
+        if getattr(scope, "module_level", False):
+            functions.append((path, None, scope.name))
+        elif owner is not None:
+            methods.append((path, owner, scope.name))
     # One level further out: the public functions and modules that call a private helper
     # (`apply_quad(a, f, fprime)` -> `_apply_spectral(a, f, g_builder, eig, ...)` -> `apply`).
     # The recorder sits on `apply` itself, so any caller that reaches it is captured.
@@ -258,6 +262,15 @@ def _callers(cls: type, module: Any, files: list[str]) -> Iterator[tuple[str, Ca
             instance = _built(klass)
             if instance is not None:
                 yield f"{klass.__name__}().{name}()", getattr(instance, name)
+
+
+def _apply_aliases(path: str, class_name: str) -> list[str]:
+    """Module-level names bound to ``Cls.apply`` in the class's own file."""
+    tree = parsed(path, f"{class_name}.apply") if path else None
+    return [target.id for node in (tree.body if tree is not None else ())
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Attribute) and node.value.attr == "apply"
+            and isinstance(node.value.value, ast.Name) and node.value.value.id == class_name
+            for target in node.targets if isinstance(target, ast.Name)]
 
 
 def _subclasses(klass: type) -> list[type]:
@@ -296,13 +309,24 @@ def _built(klass: type) -> Optional[Any]:
 
 
 def _constructor_value(parameter: inspect.Parameter) -> Any:
+    """A value for a constructor parameter without a default: a size, a named hyper-parameter,
+    what the annotation says, else a small count (``k``, ``n_levels``: most such parameters are);
+    None for one that names an object (a model, a solver) or is annotated as something else."""
     if _SIZE_LIKE.search(parameter.name.lower()):
         return 4
     named = synthesis.named_value(parameter.name)
     if named is not None and named != synthesis.LEADING_SIZE:
         return named[0]
-    annotation = synthesis.annotation_text(parameter.annotation)
-    return {"int": 2, "float": 0.5, "bool": False}.get(annotation.removeprefix("builtins."))
+    annotation = synthesis.annotation_text(parameter.annotation).removeprefix("builtins.")
+    if annotation:
+        return {"int": 2, "float": 0.5, "bool": False}.get(annotation)
+    if synthesis.CALLABLE_NAMES.match(parameter.name.lower()) or _OBJECT_NAME.search(parameter.name.lower()):
+        return None
+    return 2
+
+
+_OBJECT_NAME = re.compile(r"(?:^|_)(?:model|module|solver|optmodel|backend|operator|op|net|layer|fn|func|"
+                          r"function|callback|config|cfg|options|params|device|dtype|path|file|name)$")
 
 
 def _package_files(module: Any, files: list[str]) -> list[str]:

@@ -193,7 +193,7 @@ def bind_arguments(function: ast.FunctionDef, call: ast.Call, caller: "_Evaluato
 def calls_of(name: str, files: list[str]) -> Iterator[tuple[ast.Call, ast.AST, str]]:
     """Calls ``name(...)`` or ``something.name(...)``, with their scope, in ``files``."""
     for path in files:
-        tree = _parsed(path, f"{name}(")
+        tree = parsed(path, f"{name}(")
         if tree is None:
             continue
         for scope in _scopes(tree):
@@ -212,7 +212,7 @@ def _short(path: str, root: str) -> str:
 
 
 def apply_calls(path: str, class_name: str) -> Iterator[tuple[ast.Call, ast.AST]]:
-    tree = _parsed(path, f"{class_name}.apply")
+    tree = parsed(path, f"{class_name}.apply")
     if tree is None:
         return
     for scope in _scopes(tree):
@@ -225,7 +225,7 @@ def apply_calls(path: str, class_name: str) -> Iterator[tuple[ast.Call, ast.AST]
 _PARSED: dict[str, tuple[str, Optional[ast.Module]]] = {}  # one child checks one module: a few files
 
 
-def _parsed(path: str, needle: str) -> Optional[ast.Module]:
+def parsed(path: str, needle: str) -> Optional[ast.Module]:
     """The file's tree when its text contains ``needle`` (read and parsed once per process);
     its module-level functions are marked ``module_level``, the methods of its module-level
     classes ``owner_class`` (the class's name)."""
