@@ -73,3 +73,11 @@ def test_a_symmetric_or_triangular_matrix_keeps_its_structure():
     assert callers.capture(Scale, with_keywords, (base + base.mT,))[0].structure == "symmetric"
     assert callers.capture(Scale, with_keywords, (base.tril() + torch.eye(4),))[0].structure == "lower-triangular"
     assert callers.capture(Scale, with_keywords, (base,))[0].structure is None
+
+
+def test_an_alias_of_the_class_s_module_is_replaced_when_the_caller_lives_elsewhere():
+    namespace = {"helper": through_alias}  # another module's function that reaches the alias
+    exec("def outer(x):\n    return helper(x)\n", namespace)  # noqa: S102 - a module of its own
+    captured = callers.capture(Scale, namespace["outer"], (torch.ones(3),))
+    assert captured is not None and captured[1] == 3.0
+    assert globals()["scale"] == Scale.apply

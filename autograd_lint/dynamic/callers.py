@@ -98,7 +98,7 @@ def capture(cls: type, function: Callable[..., Any], arguments: tuple) -> Option
 
     original = cls.__dict__.get("apply")
     bound = cls.apply
-    aliases = _aliases(function, bound)
+    aliases = _aliases(function, cls, bound)
     cls.apply = staticmethod(recorder)  # type: ignore[method-assign]
     for namespace, name in aliases:
         namespace[name] = recorder
@@ -136,10 +136,14 @@ def _positional(cls: type, args: tuple, kwargs: dict) -> Optional[tuple]:
     return tuple(values) if not kwargs else None
 
 
-def _aliases(function: Callable[..., Any], bound: Any) -> list[tuple[dict, str]]:
-    """Module-level names bound to ``apply`` (``_scale = _Scale.apply``) in the caller's module."""
-    namespace = getattr(inspect.unwrap(getattr(function, "__func__", function)), "__globals__", {})
-    return [(namespace, name) for name, value in list(namespace.items())
+def _aliases(function: Callable[..., Any], cls: type, bound: Any) -> list[tuple[dict, str]]:
+    """Module-level names bound to ``apply`` (``_scale = _Scale.apply``) in the caller's module
+    and the class's own (a public function may reach the alias through a helper of another module)."""
+    caller_globals = getattr(inspect.unwrap(getattr(function, "__func__", function)), "__globals__", {})
+    class_module = sys.modules.get(cls.__module__)
+    namespaces = [caller_globals] + ([vars(class_module)] if class_module is not None
+                                     and vars(class_module) is not caller_globals else [])
+    return [(namespace, name) for namespace in namespaces for name, value in list(namespace.items())
             if inspect.ismethod(value) and value == bound]
 
 
