@@ -100,11 +100,12 @@ def choose_inputs(cls: type, module: Any, call_site_files: list[str], config_exa
         yield from _candidates(cls, module, call_site_files, config_examples, module_path, use_declared,
                                project_root, numbers)
         # Nothing ran, or only with a backward that raised (or returned a gradient of another shape
-        # than the input's: a guessed size that backward does not share): try again, led by the errors.
+        # than the input's: a guessed size that backward does not share), or forward's signature
+        # gave nothing to try (a `str` option): the package's own callers build what no guess can
+        # be (a plan, the calling module, the option); then second tries, led by the errors.
+        yield from callers.candidates(cls, module, call_site_files, SEED,
+                                      lambda recipe: make_inputs_factory(recipe, device), deadline)
         if errors:
-            # The package's own callers build what no guess can be (a plan, the calling module).
-            yield from callers.candidates(cls, module, call_site_files, SEED,
-                                          lambda recipe: make_inputs_factory(recipe, device), deadline)
             yield from synthesis.retry_candidates(cls, errors, numbers)
             yield from structure.retry_candidates(cls, errors)
 
