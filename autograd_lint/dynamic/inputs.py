@@ -175,23 +175,28 @@ def choose_inputs(cls: type, module: Any, call_site_files: list[str], config_exa
 
 MAX_ERRORS_KEPT = 200
 
-_MISSING_ARGUMENT = re.compile(r"TypeError: (\w+)\.forward\(\) missing (\d+) required positional arguments?: (.*)")
+# "Step.forward() missing 1 required positional argument: 'level'" (a nested apply), or
+# "s_to_t() missing 1 required positional argument: 't_offset'" (a function forward calls).
+_MISSING_ARGUMENT = re.compile(r"TypeError: (\w+)(\.forward)?\(\) missing (\d+) required positional arguments?: (.*)")
 
 
 def nested_apply_missing(cls: type, errors: list[str]) -> str:
-    """When forward raised on every try that it calls another Function's ``apply`` with an
-    argument missing ("Step.forward() missing 1 required positional argument: 'constant'"), no
-    input can help: say so. It reads like a bug of the class, yet only an error that forward's
-    own code shows for certain could be a finding, so this stays the reason it was not checked."""
+    """When forward raised on every try that it calls another Function's ``apply``, or a
+    function, with an argument missing ("Step.forward() missing 1 required positional argument:
+    'constant'"), no input can help: say so. It reads like a bug of the class, yet only an error
+    that forward's own code shows for certain could be a finding, so this stays the reason it was
+    not checked."""
     raised = [error for error in errors if error.startswith(FORWARD_RAISED)]
     matches = [_MISSING_ARGUMENT.search(error) for error in raised]
     if not raised or not all(matches) or len({match.group(0) for match in matches}) != 1:
         return ""
-    other, count, names = matches[0].groups()
-    if other == cls.__name__:
+    other, is_forward, count, names = matches[0].groups()
+    if other in (cls.__name__, "forward"):  # the class's own arguments: the guesses' fault
         return ""
-    return (f"forward calls `{other}.apply` with {count} argument(s) missing ({names}) on every input tried: "
-            f"\"{other}.forward() missing {count} required positional argument\"; a bug in "
+    called = f"`{other}.apply`" if is_forward else f"`{other}()`"
+    raised_text = f"{other}.forward()" if is_forward else f"{other}()"
+    return (f"forward calls {called} with {count} argument(s) missing ({names}) on every input tried: "
+            f"\"{raised_text} missing {count} required positional argument\"; a bug in "
             "forward unless a declared example shows otherwise")
 
 
