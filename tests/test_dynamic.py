@@ -937,3 +937,24 @@ def test_second_tries_and_plain_numbers_reach_every_class_without_false_errors(f
     assert found == {("ScaleSavedWrong", "AGL901", "error"), ("PaddedFilterWrong", "AGL901", "warning")}
     uncertain = next(f for f in findings if f["function_class"] == "PaddedFilterWrong")
     assert "(not certain: `kernel` was guessed as a tensor that backward gives no gradient" in uncertain["message"]
+
+
+def test_apply_arguments_that_no_guess_can_be_are_captured_from_the_package_s_callers(fixture_run):
+    # fixtures/dynamic/through_callers.py: a plan object, the calling module, an operator object
+    # behind a private helper: no guess of apply's own arguments runs, the callers' ones do.
+    _, findings, report = fixture_run
+    details = {name: function(report, name)["inputs"]["detail"]
+               for name in ("PlannedScale", "PlannedScaleWrong", "_Gated", "_Blend", "_Spectral")}
+    assert details["PlannedScale"].startswith("through planned_scale(), ")
+    assert details["_Gated"].startswith("through Gate().forward(), ")  # built with width=4, its default sharpness
+    assert details["_Blend"].startswith("through Blend().forward(), ")  # k=2, and apply called through an alias
+    assert details["_Spectral"].startswith("through expm(), structured (n=4): a (4, 4) symmetric")  # the docstring's words
+    for name in details:
+        assert function(report, name)["status"] == "checked" and "gradcheck" in function(report, name)["ran"]
+    assert function(report, "PlannedScale")["inputs"]["shapes"] == "(3, 4), a _Plan"  # no address: stable text
+    wrong = runtime(findings, "through_callers.py", "AGL901")
+    assert set(wrong) == {"PlannedScaleWrong"} and wrong["PlannedScaleWrong"]["severity"] == "error"
+    # The captured matrix is symmetric: gradcheck stays on the symmetric set, where the
+    # symmetrized backward is right (off it, a false AGL901). once_differentiable under
+    # custom_bwd is seen: no gradgradcheck.
+    assert not [f for f in findings if f["path"].endswith("through_callers.py") and f["function_class"] != "PlannedScaleWrong"]

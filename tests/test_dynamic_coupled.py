@@ -66,8 +66,11 @@ def test_what_no_guess_can_be_is_named_in_the_reason(coupled_run):
     assert nested["status"] == "no-inputs", nested
     assert nested["reason"].startswith("could not build inputs: forward calls `Threshold.apply` with 1 argument(s) "
                                        "missing ('level') on every input tried"), nested
+    shifted = entries["ShiftedStep"]
+    assert shifted["status"] == "no-inputs" and shifted["reason"].startswith(
+        "could not build inputs: forward calls `shifted()` with 1 argument(s) missing ('offset') on every input tried"), shifted
     # A reason, not a finding: nothing certain says which argument the author meant.
-    assert not [f for f in findings if f["function_class"] in ("AdjointApplied", "NoisyThreshold")
+    assert not [f for f in findings if f["function_class"] in ("AdjointApplied", "NoisyThreshold", "ShiftedStep")
                 and f["code"].startswith("AGL9")]
     assert "NoisyThreshold: not checked: could not build inputs: forward calls `Threshold.apply`" in result.stderr
 

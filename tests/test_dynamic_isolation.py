@@ -8,6 +8,7 @@ interpreter per module gave: a module's changes to torch's global state die with
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ import pytest
 
 from conftest import REPO_ROOT, run_cli, write
 
-from autograd_lint.dynamic.runner import SINGLE_THREADED_BLAS
+from autograd_lint.dynamic.runner import SINGLE_THREADED_BLAS, threads_per_child
 
 pytest.importorskip("torch")
 
@@ -163,3 +164,40 @@ def test_a_package_module_does_not_shadow_the_standard_library(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     (entry,) = json.loads(report.read_text(encoding="utf-8"))["functions"]
     assert (entry["function_class"], entry["status"]) == ("Scale", "checked"), entry
+
+
+THREADS = """\
+import os
+
+import torch
+
+
+class ReportsThreads(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        # What OpenMP reads (oneDNN's convolutions size their pool by it, whatever
+        # torch.get_num_threads() says in a forked child).
+        raise RuntimeError(f"threads={os.environ.get('OMP_NUM_THREADS')}")
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output
+"""
+
+
+@pytest.mark.parametrize("fork_server", ["1", "0"])
+def test_each_child_gets_its_share_of_the_cores_unless_the_user_sets_the_threads(tmp_path, fork_server):
+    # Two children at once, each with torch's default of one OpenMP thread per core, made a
+    # small convolution's check 20 times slower on two cores (bench/dynamic-findings.md).
+    write(tmp_path / "threads.py", THREADS)
+    report = tmp_path / "report.json"
+
+    def threads_seen(**env: str) -> str:
+        run("--dynamic", "-j", "2", "--no-cache", "--dynamic-report", str(report), "threads.py", cwd=tmp_path,
+            env={"AUTOGRAD_LINT_DYNAMIC_FORK_SERVER": fork_server, **env})
+        (entry,) = json.loads(report.read_text(encoding="utf-8"))["functions"]
+        return entry["reason"].rsplit("threads=", 1)[1].rstrip(")")
+
+    if "OMP_NUM_THREADS" not in os.environ:
+        assert threads_seen() == str(threads_per_child(2))
+    assert threads_seen(OMP_NUM_THREADS="3") == "3"

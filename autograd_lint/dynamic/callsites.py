@@ -58,7 +58,7 @@ def candidates(cls: type, module: Any, files: list[str], project_root: str = "")
     wrappers: dict[str, tuple[ast.Call, ast.FunctionDef]] = {}  # apply calls on a wrapper's parameters
     yielded = 0
     for path in files:
-        for call, scope in _apply_calls(path, cls.__name__):
+        for call, scope in apply_calls(path, cls.__name__):
             key = ast.dump(call)
             if key in seen:
                 continue
@@ -77,7 +77,7 @@ def candidates(cls: type, module: Any, files: list[str], project_root: str = "")
             if yielded >= MAX_CALL_SITES:
                 return
     for name, (call, wrapper) in wrappers.items():
-        for caller, caller_scope, path in _calls_of(name, files):
+        for caller, caller_scope, path in calls_of(name, files):
             recipe = _wrapper_recipe(namespace, call, wrapper, caller, caller_scope)
             try:
                 recipe()
@@ -102,7 +102,7 @@ def plain_values(cls: type, module: Any, files: list[str]) -> dict[int, Any]:
     found: dict[int, Any] = {}
     other: set[int] = set()
     for path in files:
-        for call, scope in _apply_calls(path, cls.__name__):
+        for call, scope in apply_calls(path, cls.__name__):
             if any(isinstance(arg, ast.Starred) for arg in call.args):
                 continue
             evaluator = _Evaluator(namespace, scope, call.lineno, _defaults_of(scope, namespace))
@@ -190,10 +190,10 @@ def bind_arguments(function: ast.FunctionDef, call: ast.Call, caller: "_Evaluato
     return bound
 
 
-def _calls_of(name: str, files: list[str]) -> Iterator[tuple[ast.Call, ast.AST, str]]:
+def calls_of(name: str, files: list[str]) -> Iterator[tuple[ast.Call, ast.AST, str]]:
     """Calls ``name(...)`` or ``something.name(...)``, with their scope, in ``files``."""
     for path in files:
-        tree = _parsed(path, f"{name}(")
+        tree = parsed(path, f"{name}(")
         if tree is None:
             continue
         for scope in _scopes(tree):
@@ -211,8 +211,8 @@ def _short(path: str, root: str) -> str:
     return path if relative.startswith("..") else relative
 
 
-def _apply_calls(path: str, class_name: str) -> Iterator[tuple[ast.Call, ast.AST]]:
-    tree = _parsed(path, f"{class_name}.apply")
+def apply_calls(path: str, class_name: str) -> Iterator[tuple[ast.Call, ast.AST]]:
+    tree = parsed(path, f"{class_name}.apply")
     if tree is None:
         return
     for scope in _scopes(tree):
@@ -225,9 +225,10 @@ def _apply_calls(path: str, class_name: str) -> Iterator[tuple[ast.Call, ast.AST
 _PARSED: dict[str, tuple[str, Optional[ast.Module]]] = {}  # one child checks one module: a few files
 
 
-def _parsed(path: str, needle: str) -> Optional[ast.Module]:
+def parsed(path: str, needle: str) -> Optional[ast.Module]:
     """The file's tree when its text contains ``needle`` (read and parsed once per process);
-    its module-level functions are marked ``module_level``."""
+    its module-level functions are marked ``module_level``, the methods of its module-level
+    classes ``owner_class`` (the class's name)."""
     if path not in _PARSED:
         try:
             with open(path, encoding="utf-8") as handle:
@@ -246,6 +247,10 @@ def _parsed(path: str, needle: str) -> Optional[ast.Module]:
         for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 node.module_level = True  # type: ignore[attr-defined]
+            elif isinstance(node, ast.ClassDef):  # its methods (callers.py calls them on an instance)
+                for member in node.body:
+                    if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        member.owner_class = node.name  # type: ignore[attr-defined]
         _PARSED[path] = (text, tree)
     return tree
 

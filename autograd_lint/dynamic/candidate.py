@@ -7,7 +7,7 @@ The sources (``inputs`` for declared examples, ``callsites``, ``synthesis``) yie
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable, Optional
 
 
 @dataclass
@@ -22,3 +22,17 @@ class Candidate:
     # the Function whose shapes are guesses (a filter bank, an operator), so a failed gradcheck
     # for the other inputs may be the guess's fault (child.py makes it a warning).
     guessed_constants: tuple[str, ...] = ()
+    # The arguments came from the package's own code (``callers``): their shapes are real, so a
+    # tensor passed without grad is no guessed constant (nothing is made uncertain by it).
+    shapes_known: bool = False
+
+
+@dataclass(frozen=True)
+class CapturedTensor:
+    """A tensor that the package's own code passed to ``apply`` (``callers``): whether it required
+    grad there, and the structure its values have (symmetric, lower triangular: ``structure``'s
+    names), which the checks keep when they perturb it."""
+
+    tensor: Any  # a torch.Tensor (this module stays free of torch)
+    requires_grad: bool
+    structure: Optional[str] = None

@@ -107,13 +107,21 @@ class CheckReport:
 
 
 def is_once_differentiable(cls: type) -> bool:
-    """``@once_differentiable`` wraps backward in a function defined in torch/autograd/function.py."""
+    """``@once_differentiable`` wraps backward in a function defined in torch/autograd/function.py,
+    outermost or under another decorator that keeps ``__wrapped__`` (``torch.amp.custom_bwd``)."""
     for name in ("backward", "vjp"):
-        code = getattr(getattr(cls, name, None), "__code__", None)
-        if code is not None and code.co_name == "wrapper" and \
-                code.co_filename.endswith(os.path.join("autograd", "function.py")):
-            return True
+        function = getattr(cls, name, None)
+        for _ in range(MAX_DECORATORS):
+            code = getattr(function, "__code__", None)
+            if code is None:
+                break
+            if code.co_name == "wrapper" and code.co_filename.endswith(os.path.join("autograd", "function.py")):
+                return True
+            function = getattr(function, "__wrapped__", None)
     return False
+
+
+MAX_DECORATORS = 8
 
 
 def run_checks(cls: type, make_inputs: Callable[[], tuple], names: list[str],

@@ -9,7 +9,9 @@ Sources, in order (the first whose forward runs wins):
 3. synthesized from forward's signature: structured matrices first where a parameter's name or
    docstring asks for one (``structure``), then the plain guesses (``synthesis``), then second
    tries led by the errors (both): when no candidate ran, and also when the only ones that ran
-   are guesses on which backward raised (the fallback below).
+   are guesses on which backward raised (the fallback below). The second tries start with the
+   arguments that the package's own callers of ``apply`` build, the callers themselves called
+   with synthesized arguments (``callers``).
 Every source yields ``Candidate``s: a recipe of raw arguments; ``make_inputs`` turns a recipe into a
 fresh tuple of float64 tensors requiring grad on the chosen device (but those a ``TensorSpec``
 asks without: an input forward refuses gradients for), the same values every time.
@@ -32,8 +34,8 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 
 import torch
 
-from autograd_lint.dynamic import callsites, structure, synthesis
-from autograd_lint.dynamic.candidate import Candidate
+from autograd_lint.dynamic import callers, callsites, structure, synthesis
+from autograd_lint.dynamic.candidate import Candidate, CapturedTensor
 from autograd_lint.dynamic.settings import from_config_value
 from autograd_lint.examples import EXAMPLES_ATTRIBUTE, TensorSpec
 
@@ -98,7 +100,11 @@ def choose_inputs(cls: type, module: Any, call_site_files: list[str], config_exa
         yield from _candidates(cls, module, call_site_files, config_examples, module_path, use_declared,
                                project_root, numbers)
         # Nothing ran, or only with a backward that raised (or returned a gradient of another shape
-        # than the input's: a guessed size that backward does not share): try again, led by the errors.
+        # than the input's: a guessed size that backward does not share), or forward's signature
+        # gave nothing to try (a `str` option): the package's own callers build what no guess can
+        # be (a plan, the calling module, the option); then second tries, led by the errors.
+        yield from callers.candidates(cls, module, call_site_files, SEED,
+                                      lambda recipe: make_inputs_factory(recipe, device), deadline)
         if errors:
             yield from synthesis.retry_candidates(cls, errors, numbers)
             yield from structure.retry_candidates(cls, errors)
@@ -169,23 +175,28 @@ def choose_inputs(cls: type, module: Any, call_site_files: list[str], config_exa
 
 MAX_ERRORS_KEPT = 200
 
-_MISSING_ARGUMENT = re.compile(r"TypeError: (\w+)\.forward\(\) missing (\d+) required positional arguments?: (.*)")
+# "Step.forward() missing 1 required positional argument: 'level'" (a nested apply), or
+# "s_to_t() missing 1 required positional argument: 't_offset'" (a function forward calls).
+_MISSING_ARGUMENT = re.compile(r"TypeError: (\w+)(\.forward)?\(\) missing (\d+) required positional arguments?: (.*)")
 
 
 def nested_apply_missing(cls: type, errors: list[str]) -> str:
-    """When forward raised on every try that it calls another Function's ``apply`` with an
-    argument missing ("Step.forward() missing 1 required positional argument: 'constant'"), no
-    input can help: say so. It reads like a bug of the class, yet only an error that forward's
-    own code shows for certain could be a finding, so this stays the reason it was not checked."""
+    """When forward raised on every try that it calls another Function's ``apply``, or a
+    function, with an argument missing ("Step.forward() missing 1 required positional argument:
+    'constant'"), no input can help: say so. It reads like a bug of the class, yet only an error
+    that forward's own code shows for certain could be a finding, so this stays the reason it was
+    not checked."""
     raised = [error for error in errors if error.startswith(FORWARD_RAISED)]
     matches = [_MISSING_ARGUMENT.search(error) for error in raised]
     if not raised or not all(matches) or len({match.group(0) for match in matches}) != 1:
         return ""
-    other, count, names = matches[0].groups()
-    if other == cls.__name__:
+    other, is_forward, count, names = matches[0].groups()
+    if other in (cls.__name__, "forward"):  # the class's own arguments: the guesses' fault
         return ""
-    return (f"forward calls `{other}.apply` with {count} argument(s) missing ({names}) on every input tried: "
-            f"\"{other}.forward() missing {count} required positional argument\"; a bug in "
+    called = f"`{other}.apply`" if is_forward else f"`{other}()`"
+    raised_text = f"{other}.forward()" if is_forward else f"{other}()"
+    return (f"forward calls {called} with {count} argument(s) missing ({names}) on every input tried: "
+            f"\"{raised_text} missing {count} required positional argument\"; a bug in "
             "forward unless a declared example shows otherwise")
 
 
@@ -224,7 +235,8 @@ def _without_unwanted_grad(cls: type, candidate: Candidate, make: Callable[[], t
         make = make_inputs_factory(tapped, device, leaves=getattr(make, "leaves", True))
         if forward_problem(cls, make) is None and backward_problem(cls, make) is None:
             return Candidate(candidate.source, f"{detail}; taps {_taps_shown(recipe(), ungraded)})", tapped, (), names)
-    return Candidate(candidate.source, f"{detail})", without_grad, (), names)
+    return Candidate(candidate.source, f"{detail})", without_grad, (), () if candidate.shapes_known else names,
+                     candidate.shapes_known)
 
 
 FILTER_TAPS = 4  # a short filter's length (db2's), even, as stride-2 filter banks take
@@ -246,6 +258,8 @@ def _spec_without_grad(value: Any, taps: bool = False) -> Any:
         return replace(value, requires_grad=False)
     if isinstance(value, synthesis.UnitQuaternionAt):
         return replace(value, spec=replace(value.spec, requires_grad=False))
+    if isinstance(value, CapturedTensor):
+        return replace(value, requires_grad=False)
     return value
 
 
@@ -372,6 +386,9 @@ def prepare(value: Any, device: str) -> Any:
     elif isinstance(value, synthesis.UnitQuaternionAt):
         wants_grad = value.spec.wants_grad
         value = _with_unit_quaternion(materialize(value.spec), value.start)
+    elif isinstance(value, CapturedTensor):
+        wants_grad = value.requires_grad
+        value = value.tensor
     if not isinstance(value, torch.Tensor):
         return value
     tensor = value.detach().clone().to(device)
@@ -470,8 +487,21 @@ def _shapes(inputs: Iterable[Any]) -> str:
             dtype = "" if value.is_floating_point() else f" {str(value.dtype).replace('torch.', '')}"
             parts.append(f"{tuple(value.shape)}{dtype}")
         else:
-            parts.append(repr(value) if not isinstance(value, float) or math.isfinite(value) else str(value))
+            parts.append(_shown(value))
     return ", ".join(parts)
+
+
+def _shown(value: Any) -> str:
+    """A plain value as written; an object by its type (a default repr's address differs per run)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    text = repr(value)
+    if type(value).__repr__ is object.__repr__ or len(text) > MAX_SHOWN_VALUE:
+        return f"a {type(value).__name__}"
+    return text
+
+
+MAX_SHOWN_VALUE = 80
 
 
 def _first_line(error: BaseException) -> str:

@@ -211,7 +211,7 @@ class DynamicSession:
     def __init__(self, options: DynamicOptions) -> None:
         self.options = options
         self.scratch = tempfile.mkdtemp(prefix="autograd-lint-dynamic-")
-        self.environment = _child_environment(self.scratch, options.sandbox != "off", options.pass_env)
+        self.environment = _child_environment(self.scratch, options.sandbox != "off", options.pass_env, options.jobs)
         self.launcher = Launcher(self.scratch, self.environment)
 
     def close(self) -> None:
@@ -311,6 +311,16 @@ def apply_wrappers(text: str) -> set[str]:
 
 
 SINGLE_THREADED_BLAS = {"OPENBLAS_NUM_THREADS": "1"}
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def threads_per_child(jobs: int) -> int:
+    """Each of ``jobs`` children's share of the cores this process may use (at least one)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, cores // max(1, jobs))
 
 
 # What the children keep of the runner's environment when the sandbox is on (auto, require): what
@@ -332,8 +342,14 @@ def kept_environment(environment: dict, passed: Iterable[str] = ()) -> dict:
                                   and not _CREDENTIAL_WORDS.search(name))}
 
 
-def _child_environment(scratch: str, sandboxed: bool = False, passed: Iterable[str] = ()) -> dict:
+def _child_environment(scratch: str, sandboxed: bool = False, passed: Iterable[str] = (), jobs: int = 1) -> dict:
     environment = kept_environment(os.environ, passed) if sandboxed else dict(os.environ)
+    # `jobs` children run at once, and torch gives each as many OpenMP threads as there are
+    # cores: on two cores, two children's convolutions then waited on each other's spinning
+    # threads, a check 20 times slower (bench/dynamic-findings.md, "Threads"). Each child gets its
+    # share of the cores, unless the user set the thread counts.
+    for variable in THREAD_VARIABLES:
+        environment.setdefault(variable, str(threads_per_child(jobs)))
     if sandboxed:  # each child points HOME at its own directory (sandbox.enter); this one is for the server
         environment["HOME"] = os.path.join(scratch, PRIVATE_DIRECTORIES["HOME"])
         os.makedirs(environment["HOME"], exist_ok=True)

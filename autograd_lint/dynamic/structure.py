@@ -40,7 +40,7 @@ from typing import Any, Callable, Iterator, Optional
 
 import torch
 
-from autograd_lint.dynamic.candidate import Candidate
+from autograd_lint.dynamic.candidate import Candidate, CapturedTensor
 from autograd_lint.dynamic.synthesis import FLOAT, INDEX, classify, forward_parameters
 from autograd_lint.examples import TensorSpec
 
@@ -97,11 +97,11 @@ def doc_structure(cls: type, name: str) -> Optional[str]:
 
 
 def _parameter_doc(doc: str, name: str) -> str:
-    """The line that documents ``name`` (reST ``:param name:`` or Google ``name (type):``) and its
-    continuation lines (indented deeper)."""
+    """The line that documents ``name`` (reST ``:param name:``, Google ``name (type):``, a bullet
+    ``- name: ...``) and its continuation lines (indented deeper)."""
     lines = doc.splitlines()
     quoted = re.escape(name)
-    head = re.compile(rf"^\s*(?::param\s+(?:[\w\[\], .]+\s+)?{quoted}\s*:|{quoted}\s*(?:\([^)]*\))?\s*:)")
+    head = re.compile(rf"^\s*(?::param\s+(?:[\w\[\], .]+\s+)?{quoted}\s*:|(?:[-*]\s+)?{quoted}\s*(?:\([^)]*\))?\s*:)")
     for number, line in enumerate(lines):
         if head.match(line):
             indent = len(line) - len(line.lstrip())
@@ -121,10 +121,11 @@ def _tokens(name: str) -> set[str]:
 
 # --- candidates ---------------------------------------------------------------------------------
 
-def candidates(cls: type) -> Iterator[Candidate]:
+def candidates(cls: Any, parameters: Optional[list[inspect.Parameter]] = None) -> Iterator[Candidate]:
     """Structured candidates for a class whose parameter names or docstring ask for a structure
-    (none otherwise): they come before the plain guesses."""
-    slots = _float_slots(cls)
+    (none otherwise): they come before the plain guesses. ``parameters``: another function's
+    than forward's (``callers.Caller``: a function that calls ``apply``)."""
+    slots = _float_slots(cls, parameters)
     if slots is None:
         return
     wanted = {slot.name: name_structure(slot.name) or doc_structure(cls, slot.name)
@@ -150,8 +151,8 @@ def retry_candidates(cls: type, errors: list[str]) -> Iterator[Candidate]:
         yield from _structured(slots, wanted, f"structured after forward's error ({structure})")
 
 
-def _float_slots(cls: type) -> Optional[list[Any]]:
-    parameters = forward_parameters(cls)
+def _float_slots(cls: Any, parameters: Optional[list[inspect.Parameter]] = None) -> Optional[list[Any]]:
+    parameters = forward_parameters(cls) if parameters is None else parameters
     if parameters is None:
         return None
     slots = []
@@ -229,7 +230,7 @@ def structures_of(recipe: Callable[[], tuple]) -> tuple[Optional[str], ...]:
     except Exception:  # a declared callable that fails says so when the inputs are built
         return ()
     raw = raw if isinstance(raw, (tuple, list)) else (raw,)
-    found = tuple(value.structure if isinstance(value, TensorSpec) else None for value in raw)
+    found = tuple(value.structure if isinstance(value, (TensorSpec, CapturedTensor)) else None for value in raw)
     return found if any(found) else ()
 
 

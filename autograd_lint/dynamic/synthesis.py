@@ -163,7 +163,7 @@ def classify(parameter: inspect.Parameter) -> Optional[list[Slot]]:
     """The slot(s) for one parameter; None when nothing sensible can be passed."""
     name = parameter.name
     lower = name.lower()
-    annotation = _annotation_text(parameter.annotation)
+    annotation = annotation_text(parameter.annotation)
     default = parameter.default
     has_default = default is not inspect.Parameter.empty
     if parameter.kind == inspect.Parameter.VAR_KEYWORD:
@@ -231,7 +231,7 @@ def named_value(name: str) -> Optional[tuple[Any, ...]]:
     return None
 
 
-def _annotation_text(annotation: Any) -> str:
+def annotation_text(annotation: Any) -> str:
     if annotation is inspect.Parameter.empty:
         return ""
     if isinstance(annotation, str):
@@ -299,19 +299,26 @@ def candidates(cls: type, plain_values: Optional[dict[int, Any]] = None) -> Iter
     slots = class_slots(cls, plain_values)
     if slots is None:
         return  # a parameter we cannot invent (a string): give up early
-    yield from _candidates_for(slots)
+    yield from candidates_for(slots)
     if any(slot.optional for slot in slots):
         # Optional[Tensor] parameters left out (None), once no tensor for them worked.
-        yield from _candidates_for([Slot(slot.name, "value", (None,)) if slot.optional else slot for slot in slots])
+        yield from candidates_for([Slot(slot.name, "value", (None,)) if slot.optional else slot for slot in slots])
 
 
 def class_slots(cls: type, plain_values: Optional[dict[int, Any]] = None) -> Optional[list[Slot]]:
     """forward's slots, with the call sites' plain numbers and the documented domains applied."""
     parameters = forward_parameters(cls)
-    slots = None if parameters is None else slots_for(parameters, plain_values)
+    return None if parameters is None else code_slots(cls, parameters, plain_values)
+
+
+def code_slots(owner: Any, parameters: list[inspect.Parameter],
+               plain_values: Optional[dict[int, Any]] = None) -> Optional[list[Slot]]:
+    """The slots of ``parameters``, read with the docstrings and the code of ``owner.forward``
+    (a Function class, or ``callers.Caller`` for a function that calls ``apply``)."""
+    slots = slots_for(parameters, plain_values)
     if slots is None:
         return None
-    hints = plain_value_hints(cls)
+    hints = plain_value_hints(owner)
     slots = [Slot(slot.name, "value", hints[slot.name]) if slot.kind == FLOAT and slot.guessed and slot.name in hints
              else slot for slot in slots]
     for position, value in (plain_values or {}).items():
@@ -323,7 +330,7 @@ def class_slots(cls: type, plain_values: Optional[dict[int, Any]] = None) -> Opt
         elif slot.kind == "value":  # the user's own number first, then the name's guess
             slots[position] = replace(slot, values=(value, *[other for other in slot.values if other != value]),
                                       from_name=False)
-    return stated_last_sizes(cls, stated_domains(cls, read_ranks(cls, _values_used_as_tensors(cls, slots))))
+    return stated_last_sizes(owner, stated_domains(owner, read_ranks(owner, _values_used_as_tensors(owner, slots))))
 
 
 def slots_for(parameters: list[inspect.Parameter], plain_values: Optional[dict[int, Any]] = None) -> Optional[list[Slot]]:
@@ -340,7 +347,7 @@ def slots_for(parameters: list[inspect.Parameter], plain_values: Optional[dict[i
     return slots
 
 
-def _candidates_for(slots: list[Slot]) -> Iterator[Candidate]:
+def candidates_for(slots: list[Slot]) -> Iterator[Candidate]:
     float_names = [slot.name for slot in slots if slot.kind == FLOAT and slot.shape is None]
     has_index = any(slot.kind == INDEX for slot in slots)
     value_choices = _value_choices(slots)
@@ -463,7 +470,7 @@ def retry_candidates(cls: type, errors: list[str], plain_values: Optional[dict[i
     # What the errors name outright first: a dtype ("labels must be torch.int32"), a rank ("not
     # enough values to unpack (expected 4, got 2)").
     for variant in _targeted(parameters, slots, errors):
-        yield from itertools.islice(_candidates_for(variant), 6)
+        yield from itertools.islice(candidates_for(variant), 6)
     # (A tensor whose rank or last size forward's code reads is one for sure: not retried as a value.)
     guessed = [index for index, slot in enumerate(slots) if slot.kind == FLOAT and _guessed_tensor(parameters, slot)
                and slot.rank is None and slot.min_rank is None and slot.last is None]
@@ -472,14 +479,14 @@ def retry_candidates(cls: type, errors: list[str], plain_values: Optional[dict[i
         for value in values:
             changed = list(slots)
             changed[index] = Slot(slots[index].name, "value", (value,))
-            yield from itertools.islice(_candidates_for(changed), 6)  # the first plans, both value ranges
+            yield from itertools.islice(candidates_for(changed), 6)  # the first plans, both value ranges
     yield from more_tries(parameters, slots, errors)
 
 
 def _guessed_tensor(parameters: list[inspect.Parameter], slot: Slot) -> bool:
     """A float tensor by default only (no annotation says so, the name is not a weight's)."""
     parameter = next((p for p in parameters if p.name == slot.name), None)
-    return parameter is not None and "tensor" not in _annotation_text(parameter.annotation) \
+    return parameter is not None and "tensor" not in annotation_text(parameter.annotation) \
         and parameter.name.lower() not in WEIGHT_NAMES | BIAS_NAMES
 
 
@@ -547,7 +554,7 @@ def named_slot(parameter: inspect.Parameter) -> Optional[list[Slot]]:
             or parameter.default is not inspect.Parameter.empty:
         return None
     lower = parameter.name.lower()
-    annotation = _annotation_text(parameter.annotation)
+    annotation = annotation_text(parameter.annotation)
     # `kernel_size`, `hidden_size` are ints (NAMED_VALUES); a bare `size` is more often a shape.
     if _SIZE_NAME.search(lower) and (lower not in NAMED_VALUES or lower == "size") \
             and (not annotation or (_SIZE_ANNOTATION.search(annotation) and "tensor" not in annotation)):
@@ -626,7 +633,7 @@ def more_tries(parameters: list[inspect.Parameter], slots: list[Slot], errors: l
         start = len(errors)
         if sizes_first:
             yield from _last_size_candidates(variant, errors)
-        yield from itertools.islice(_candidates_for(variant), 6)  # the first plans, both value ranges
+        yield from itertools.islice(candidates_for(variant), 6)  # the first plans, both value ranges
         yield from _column_candidates(variant)
         if not sizes_first and _SHAPE_TROUBLE.search(" ".join(errors[start:])):  # what this variant raised
             yield from _last_size_candidates(variant, errors)

@@ -1,0 +1,373 @@
+"""Inputs captured from the package's own callers of ``apply``, when no guess of its arguments runs.
+
+``apply``'s arguments are often what no guess can be: a plan that a setup function computes, a
+compiled equation, the calling ``nn.Module`` itself, a filter bank. The code that calls ``apply``
+builds them, and it is usually easier to call: a module-level function or an ``nn.Module`` method
+whose parameters are the user-facing ones (tensors, options with defaults). Each such caller in
+the class's package is called with synthesized arguments (an ``nn.Module`` built with its
+defaults, its subclasses too), while ``apply`` is replaced by a recorder that keeps the arguments
+of its first call and stops the caller there; those arguments are a candidate like any other.
+
+A captured tensor that required grad keeps requiring it (an input, or a parameter of the module);
+a buffer or a constant does not. The tensors' shapes are the package's own, so a constant that
+backward gives no gradient does not make a finding uncertain (``Candidate.shapes_known``).
+Only the package's modules are searched, never its tests: a test function may train for minutes
+before it reaches ``apply``.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import itertools
+import math
+import os
+import re
+import sys
+import time
+from dataclasses import replace
+from typing import Any, Callable, Iterator, Optional
+
+import torch
+
+from autograd_lint.dynamic import structure, synthesis
+from autograd_lint.dynamic.callsites import apply_calls, calls_of, parsed
+from autograd_lint.dynamic.candidate import Candidate, CapturedTensor
+
+MAX_CALLERS = 6
+MAX_TRIES_PER_CALLER = 16  # the synthesized plans for the caller's own parameters, both value ranges
+MAX_CAPTURES_PER_CALLER = 6  # distinct shapes: a square matrix is the synthesis's sixth plan
+MAX_LARGER_TRIES = 2  # both value ranges
+MAX_STRUCTURED_TRIES = 4  # where the caller's names or docstring ask for a matrix structure
+MAX_SUBCLASSES = 3
+# A constructor parameter named like a size is a small positive size (``dim`` there is a width,
+# not the -1 of an axis).
+_SIZE_LIKE = re.compile(r"(?:^|_)(?:channels|features|dim|dims|size|width|height|depth|heads|classes|"
+                        r"length|len|units|hidden)$")
+
+
+class _Captured(BaseException):
+    """Stops the caller at ``apply`` (a BaseException: a caller's ``except Exception`` must not
+    swallow it and go on with a made-up result)."""
+
+
+class Caller:
+    """A function that calls ``apply``, shaped as the synthesis reads a Function class:
+    ``synthesis.code_slots`` reads ``forward``'s code and docstring."""
+
+    def __init__(self, function: Callable[..., Any]) -> None:
+        self.forward = function
+
+
+def candidates(cls: type, module: Any, files: list[str], seed: int,
+               make_inputs: Callable[[Callable[[], tuple]], Callable[[], tuple]],
+               deadline: float = math.inf) -> Iterator[Candidate]:
+    """Candidates whose arguments a caller of ``cls.apply`` built. ``make_inputs`` turns a
+    synthesized recipe into fresh float64 inputs that require grad (``inputs.make_inputs_factory``);
+    no caller is called after ``deadline`` (``time.monotonic()``: the search's budget)."""
+    for label, function in itertools.islice(_callers(cls, module, files), MAX_CALLERS):
+        captures = 0
+        layouts: set[tuple] = set()
+        for arguments, detail in _caller_arguments(function, make_inputs):
+            if time.monotonic() > deadline:
+                return
+            torch.manual_seed(seed)
+            captured = capture(cls, function, arguments)
+            if captured is None or _layout(captured) in layouts:  # the same shapes again: no new try
+                continue
+            layouts.add(_layout(captured))
+            grad_positions = tuple(index for index, value in enumerate(captured)
+                                   if isinstance(value, CapturedTensor) and value.requires_grad)
+            yield Candidate("synthesized", f"through {label}, {detail}", _recipe(captured), grad_positions,
+                            shapes_known=True)
+            captures += 1
+            if captures >= MAX_CAPTURES_PER_CALLER:
+                break
+
+
+def capture(cls: type, function: Callable[..., Any], arguments: tuple) -> Optional[tuple]:
+    """``apply``'s positional arguments at the first call that ``function(*arguments)`` makes;
+    None when it raises before, returns without calling it, or passes keywords that forward's
+    signature cannot place."""
+    seen: list[tuple] = []
+
+    def recorder(*args: Any, **kwargs: Any) -> Any:
+        seen.append(_positional(cls, args, kwargs))
+        raise _Captured
+
+    original = cls.__dict__.get("apply")
+    bound = cls.apply
+    aliases = _aliases(function, cls, bound)
+    cls.apply = staticmethod(recorder)  # type: ignore[method-assign]
+    for namespace, name in aliases:
+        namespace[name] = recorder
+    try:
+        with torch.enable_grad():
+            function(*arguments)
+    except _Captured:
+        pass
+    except Exception:  # noqa: BLE001 - the caller refuses the guess: not a candidate
+        return None
+    finally:
+        if original is None:
+            del cls.apply
+        else:
+            cls.apply = original  # type: ignore[method-assign]
+        for namespace, name in aliases:
+            namespace[name] = bound
+    if not seen or seen[0] is None:
+        return None
+    return tuple(_frozen(value) for value in seen[0])
+
+
+def _positional(cls: type, args: tuple, kwargs: dict) -> Optional[tuple]:
+    if not kwargs:
+        return args
+    parameters = synthesis.forward_parameters(cls) or []
+    values = list(args)
+    for parameter in parameters[len(args):]:
+        if parameter.name in kwargs:
+            values.append(kwargs.pop(parameter.name))
+        elif parameter.default is not inspect.Parameter.empty:
+            values.append(parameter.default)
+        else:
+            return None
+    return tuple(values) if not kwargs else None
+
+
+def _aliases(function: Callable[..., Any], cls: type, bound: Any) -> list[tuple[dict, str]]:
+    """Module-level names bound to ``apply`` (``_scale = _Scale.apply``) in the caller's module
+    and the class's own (a public function may reach the alias through a helper of another module)."""
+    caller_globals = getattr(inspect.unwrap(getattr(function, "__func__", function)), "__globals__", {})
+    class_module = sys.modules.get(cls.__module__)
+    namespaces = [caller_globals] + ([vars(class_module)] if class_module is not None
+                                     and vars(class_module) is not caller_globals else [])
+    return [(namespace, name) for namespace in namespaces for name, value in list(namespace.items())
+            if inspect.ismethod(value) and value == bound]
+
+
+def _frozen(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        tensor = value.detach().clone()
+        return CapturedTensor(tensor, bool(value.requires_grad), _structure(tensor))
+    return value
+
+
+def _structure(tensor: torch.Tensor) -> Optional[str]:
+    """The structure a square float matrix's values have: symmetric (an SPD input, or one the
+    caller symmetrized) or lower triangular. gradcheck's finite differences must stay on that
+    set (``structure.project``): off it, a correct backward that returns the symmetrized gradient fails."""
+    if not tensor.is_floating_point() or tensor.dim() < 2 or tensor.shape[-1] != tensor.shape[-2] \
+            or tensor.shape[-1] < 2 or tensor.numel() == 0:
+        return None
+    if torch.equal(tensor, tensor.mT):
+        return structure.SYMMETRIC
+    if torch.equal(tensor, tensor.tril()) and bool((tensor.tril(-1) != 0).any()):
+        return structure.LOWER_TRIANGULAR
+    return None
+
+
+def _layout(captured: tuple) -> tuple:
+    return tuple(tuple(value.tensor.shape) if isinstance(value, CapturedTensor) else type(value).__name__
+                 for value in captured)
+
+
+def _recipe(captured: tuple) -> Callable[[], tuple]:
+    return lambda: captured  # inputs.prepare copies each tensor
+
+
+def _caller_arguments(function: Callable[..., Any], make_inputs: Callable[[Callable[[], tuple]], Callable[[], tuple]]
+                      ) -> Iterator[tuple[tuple, str]]:
+    """Synthesized arguments for the caller, as for a Function's forward, the first plans first."""
+    try:
+        parameters = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):
+        return
+    owner = Caller(function)
+    slots = synthesis.code_slots(owner, parameters)
+    if slots is None:
+        return
+    tries = itertools.chain(itertools.islice(structure.candidates(owner, parameters), MAX_STRUCTURED_TRIES),
+                            itertools.islice(synthesis.candidates_for(slots), MAX_TRIES_PER_CALLER),
+                            itertools.islice(synthesis.candidates_for(_larger(slots)), MAX_LARGER_TRIES))
+    for candidate in tries:
+        try:
+            arguments = make_inputs(candidate.recipe)()
+        except Exception:  # noqa: BLE001 - a spec that does not build
+            continue
+        yield arguments, candidate.detail
+
+
+def _larger(slots: list[synthesis.Slot]) -> list[synthesis.Slot]:
+    """The float tensors larger than the plans make them: a caller may downsample before it
+    reaches ``apply`` (the second level of a wavelet transform), or ``apply`` may need sizes that
+    divide by 8. A batch of one keeps gradcheck's cost (a pass per element) within the time limit."""
+    return [replace(slot, shape=_LARGER[min(max(slot.rank or slot.min_rank or 2, 1), len(_LARGER))])
+            if slot.kind == synthesis.FLOAT and slot.shape is None else slot for slot in slots]
+
+
+_LARGER = {1: (16,), 2: (8, 16), 3: (1, 8, 16), 4: (1, 1, 8, 16), 5: (1, 1, 1, 8, 16), 6: (1, 1, 1, 1, 8, 16)}
+
+
+# --- finding the callers --------------------------------------------------------------------------
+
+def _callers(cls: type, module: Any, files: list[str]) -> Iterator[tuple[str, Callable[..., Any]]]:
+    """(label, callable) for each function of the package that calls ``cls.apply``: module-level
+    functions and static methods first, then the methods of ``nn.Module`` classes, on an instance
+    built with its defaults and then on instances of its subclasses, then the callers of those
+    module-level functions."""
+    functions, methods = [], []
+    package_files = _package_files(module, files)
+    # `Cls.apply(...)` and the calls of a module-level alias (`_noised_topk = _NoisedTopK.apply`).
+    scopes = [(path, scope) for path in package_files for _, scope in apply_calls(path, cls.__name__)]
+    scopes += [(path, scope) for alias in _apply_aliases(getattr(module, "__file__", "") or "", cls.__name__)
+               for _, scope, path in calls_of(alias, package_files)]
+    for path, scope in scopes:
+        if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        owner = getattr(scope, "owner_class", None)
+        if getattr(scope, "module_level", False):
+            functions.append((path, None, scope.name))
+        elif owner is not None:
+            methods.append((path, owner, scope.name))
+    # One level further out: the public functions and modules that call a private helper
+    # (`apply_quad(a, f, fprime)` -> `_apply_spectral(a, f, g_builder, eig, ...)` -> `apply`).
+    # The recorder sits on `apply` itself, so any caller that reaches it is captured.
+    outer = []
+    for helper in dict.fromkeys(name for _, _, name in functions):
+        for _, scope, path in calls_of(helper, _package_files(module, files)):
+            if getattr(scope, "module_level", False):
+                outer.append((path, None, scope.name))
+            elif getattr(scope, "owner_class", None) is not None:
+                outer.append((path, scope.owner_class, scope.name))
+    seen: set[tuple] = set()
+    for path, owner, name in [*functions, *methods, *outer]:
+        if (path, owner, name) in seen or name.startswith("__"):
+            continue
+        seen.add((path, owner, name))
+        caller_module = _module_at(path, module)
+        if caller_module is None:
+            continue
+        if owner is None:
+            function = getattr(caller_module, name, None)
+            if inspect.isfunction(function) and not inspect.iscoroutinefunction(function):
+                yield f"{name}()", function
+            continue
+        holder = getattr(caller_module, owner, None)
+        if not isinstance(holder, type):
+            continue
+        if isinstance(inspect.getattr_static(holder, name, None), staticmethod):
+            yield f"{owner}.{name}()", getattr(holder, name)
+            continue
+        if not issubclass(holder, torch.nn.Module):
+            continue
+        for klass in [holder, *_subclasses(holder)]:
+            instance = _built(klass)
+            if instance is not None:
+                yield f"{klass.__name__}().{name}()", getattr(instance, name)
+
+
+def _apply_aliases(path: str, class_name: str) -> list[str]:
+    """Module-level names bound to ``Cls.apply`` in the class's own file."""
+    tree = parsed(path, f"{class_name}.apply") if path else None
+    return [target.id for node in (tree.body if tree is not None else ())
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Attribute) and node.value.attr == "apply"
+            and isinstance(node.value.value, ast.Name) and node.value.value.id == class_name
+            for target in node.targets if isinstance(target, ast.Name)]
+
+
+def _subclasses(klass: type) -> list[type]:
+    found: list[type] = []
+    stack = list(klass.__subclasses__())
+    while stack and len(found) < MAX_SUBCLASSES:
+        sub = stack.pop(0)
+        found.append(sub)
+        stack.extend(sub.__subclasses__())
+    return found
+
+
+def _built(klass: type) -> Optional[Any]:
+    """An instance built from the constructor's defaults, with sizes and named hyper-parameters
+    for the parameters without one; None when a parameter has nothing to go on."""
+    if inspect.isabstract(klass):
+        return None
+    try:
+        parameters = list(inspect.signature(klass).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    keywords: dict[str, Any] = {}
+    for parameter in parameters:
+        if parameter.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD) or \
+                parameter.default is not inspect.Parameter.empty:
+            continue
+        value = _constructor_value(parameter)
+        if value is None:
+            return None
+        keywords[parameter.name] = value
+    try:
+        # In float64, as the synthesized arguments are: a float32 filter bank would refuse them.
+        return klass(**keywords).double()
+    except Exception:  # noqa: BLE001 - the constructor wants more than defaults
+        return None
+
+
+def _constructor_value(parameter: inspect.Parameter) -> Any:
+    """A value for a constructor parameter without a default: a size, a named hyper-parameter,
+    what the annotation says, else a small count (``k``, ``n_levels``: most such parameters are);
+    None for one that names an object (a model, a solver) or is annotated as something else."""
+    if _SIZE_LIKE.search(parameter.name.lower()):
+        return 4
+    named = synthesis.named_value(parameter.name)
+    if named is not None and named != synthesis.LEADING_SIZE:
+        return named[0]
+    annotation = synthesis.annotation_text(parameter.annotation).removeprefix("builtins.")
+    if annotation:
+        return {"int": 2, "float": 0.5, "bool": False}.get(annotation)
+    if synthesis.CALLABLE_NAMES.match(parameter.name.lower()) or _OBJECT_NAME.search(parameter.name.lower()):
+        return None
+    return 2
+
+
+_OBJECT_NAME = re.compile(r"(?:^|_)(?:model|module|solver|optmodel|backend|operator|op|net|layer|fn|func|"
+                          r"function|callback|config|cfg|options|params|device|dtype|path|file|name)$")
+
+
+def _package_files(module: Any, files: list[str]) -> list[str]:
+    """The module's own file first, then the other files of its top package among ``files``."""
+    own = os.path.abspath(getattr(module, "__file__", "") or "")
+    top = _top_package_directory(own)
+    others = [os.path.abspath(path) for path in files]
+    inside = [path for path in others if path != own and top and path.startswith(top + os.sep)]
+    return ([own] if own else []) + sorted(inside)
+
+
+def _top_package_directory(path: str) -> str:
+    directory = os.path.dirname(path)
+    top = ""
+    while directory and os.path.isfile(os.path.join(directory, "__init__.py")):
+        top = directory
+        directory = os.path.dirname(directory)
+    return top
+
+
+def _module_at(path: str, module: Any) -> Optional[Any]:
+    """The module loaded from ``path``: the checked one, one already imported, or (in the same
+    package) imported now by its dotted name."""
+    if os.path.abspath(getattr(module, "__file__", "") or "") == path:
+        return module
+    for loaded in list(sys.modules.values()):
+        if os.path.abspath(getattr(loaded, "__file__", "") or "") == path:
+            return loaded
+    top = _top_package_directory(path)
+    if not top:
+        return None
+    relative = os.path.relpath(os.path.splitext(path)[0], os.path.dirname(top)).split(os.sep)
+    if relative[-1] == "__init__":
+        relative = relative[:-1]
+    if relative[0] not in sys.modules:  # another package than the checked one's
+        return None
+    try:
+        return importlib.import_module(".".join(relative))
+    except Exception:  # noqa: BLE001 - a module of the package that does not import here
+        return None
