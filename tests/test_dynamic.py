@@ -786,6 +786,9 @@ def test_symmetric_matrix_ops_are_checked_on_structured_inputs(fixture_run):
     # checked on a symmetric one, and the report says why.
     (note,) = function(report, "PredictiveVariance")["skipped"]
     assert note.startswith("gradcheck on a general `middle`: it fails there and passes once `middle` is symmetric")
+    # Nothing but forward's call of an eigensolver says `h` is symmetric: built SPD.
+    spectral = function(report, "SpectralSqrt")
+    assert spectral["inputs"]["detail"] == "structured (n=4): h (4, 4) spd" and spectral["runtime_findings"] == []
     wrong = runtime(findings, "symmetric_matrix.py", "AGL901")
     assert set(wrong) == {"BilinearFormWrong", "CholeskyLogDetWrong"}
     assert "input 2 (`y`)" in wrong["BilinearFormWrong"]["message"]

@@ -37,3 +37,17 @@ def test_a_gradient_shaped_for_another_guess_is_a_warning(findings):
     assert "the inputs' shapes were guessed, and the class may be meant for that smaller shape" in guessed["message"]
     declared = findings[("MembraneDecayDeclared", "AGL903")]
     assert declared["severity"] == "error" and "guessed" not in declared["message"]
+
+
+def test_a_gradient_for_an_input_forward_does_not_read_is_a_warning_on_guesses(findings):
+    # SolveWithFactor solves with `decomposed` and gives `a` the gradient: the caller's coupling
+    # (decomposed computed from a) is unknown to the guess. Its near miss reads every input.
+    coupled = findings[("SolveWithFactor", "AGL901")]
+    assert coupled["severity"] == "warning"
+    assert "(not certain: forward does not read `a`, yet backward gives it a gradient" in coupled["message"]
+    assert findings[("SolveForgetsSign", "AGL901")]["severity"] == "error"
+
+
+def test_a_number_by_default_is_not_guessed_as_a_tensor_for_a_union_annotation(findings):
+    # `eps: Tensor | float = 1e-6`: the default is used; a tensor requiring grad was a false AGL901.
+    assert not [key for key in findings if key[0] == "Regularized"]

@@ -80,6 +80,10 @@ class GradcheckOutcome:
     tolerances: Tolerances = PRECISE
     # How gradcheck was replaced where backward runs once per forward (``RUNS_ONCE``), for the report.
     note: str = ""
+    # Failing inputs that forward does not read (finite differences all zero) and backward gives a
+    # gradient: the class presumes a coupling with another input (``factor`` the factorization of
+    # ``a``) or a surrogate; on guessed inputs that is unknown, not a bug (child.py).
+    unread: tuple[int, ...] = ()
 
 
 @dataclass
@@ -94,6 +98,8 @@ class RuntimeFinding:
     # AGL903: every wrong shape is a gradient for a smaller input that broadcasts to the one
     # given (a 0-d gradient for a (3, 4) input): on guessed shapes, the guess's doing (child.py).
     smaller_inputs_only: bool = False
+    # AGL901: the failing inputs that forward does not read (``GradcheckOutcome.unread``).
+    unread_inputs: tuple[int, ...] = ()
 
 
 @dataclass
@@ -198,7 +204,7 @@ def _run_checks(cls: type, make_inputs: Callable[[], tuple], names: list[str],
         report.skipped.append("gradgradcheck: the gradient is not the derivative, by design (AGL908)")
         return report
     if outcome.message:
-        report.findings.append(RuntimeFinding("AGL901", outcome.message))
+        report.findings.append(RuntimeFinding("AGL901", outcome.message, unread_inputs=outcome.unread))
         report.skipped.append("gradgradcheck: gradcheck failed")
         return report
     nonlinear = by_design.nonlinearity(cls, make_inputs, names, outcome.tolerances is not PRECISE)
@@ -577,8 +583,10 @@ def _judged(cls: type, function: Callable[..., Any], make_inputs: Callable[[], t
     note = "".join(f"; {_input_name(index, names)} differs by design ({why.kind})" for index, why in sorted(aside.items()))
     note += by_design.rounding_note(function, make_inputs(), names,
                                     {index: jacobian for index, jacobian in failing.items() if index not in aside})
+    unread = tuple(index for index, (_, numerical) in sorted(failing.items())
+                   if index not in aside and not bool((numerical != 0).any()))
     return GradcheckOutcome("gradcheck failed for " + "; ".join(parts or ["an input (within tolerance per element)"])
-                            + note, tolerances=tolerances)
+                            + note, tolerances=tolerances, unread=unread)
 
 
 def gradcheck_failure(cls: type, make_inputs: Callable[[], tuple], names: list[str]) -> Optional[str]:

@@ -408,6 +408,9 @@ def _uncertain_on_guesses(cls: type, inputs: Any, names: list[str], found: list,
     - AGL901 when the guessed numbers (``tau=0.5``, ``damping=0.5``) all set to 1.0 make
       gradcheck pass: backward scales by a hyper-parameter (a damping factor, a surrogate's
       slope) whose real value the run does not know.
+    - AGL901 when an input that gradcheck fails for is one forward does not read, yet backward
+      gives a gradient (``checks.GradcheckOutcome.unread``): a coupling the guess lacks (``factor``
+      must be the factorization of ``a``), or a surrogate's gradient for a parameter.
     - AGL903 when every problem is a gradient shaped for a smaller input that broadcasts to the
       guessed one (a time constant guessed (3, 4) for which the class returns a 0-d gradient, as
       for the 0-d parameter it is always given). Axes swapped, or any other shape, stay errors."""
@@ -421,6 +424,14 @@ def _uncertain_on_guesses(cls: type, inputs: Any, names: list[str], found: list,
             result.append(replace(finding, level="warning", message=(
                 f"{finding.message} (not certain: the inputs' shapes were guessed, and the class may be "
                 "meant for that smaller shape; declare an @example to check it on real inputs)")))
+        elif finding.code == "AGL901" and finding.unread_inputs:
+            unread = ", ".join(f"`{names[index]}`" if index < len(names) else f"input {index}"
+                               for index in finding.unread_inputs)
+            result.append(replace(finding, level="warning", message=(
+                f"{finding.message} (not certain: forward does not read {unread}, yet backward gives it a "
+                "gradient: the class may presume a coupling with another input that the guessed inputs lack "
+                "(a factorization of a matrix beside it) or pass a surrogate's gradient on purpose; declare an "
+                "@example to check it on real inputs)")))
         elif finding.code == "AGL901" and _passes_with_unit_numbers(cls, inputs, names, entry):
             numbers = ", ".join(f"`{name}`" for name, value in zip(names, inputs.make_inputs())
                                 if _is_guessed_number(value))

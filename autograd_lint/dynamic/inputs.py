@@ -323,7 +323,7 @@ def _candidates(cls: type, module: Any, call_site_files: list[str], config_examp
     if use_declared:
         yield from declared_candidates(cls, module, config_examples, module_path)
     yield from callsites.candidates(cls, module, call_site_files, project_root)
-    yield from structure.candidates(cls)  # only where names or docstrings ask for a structure
+    yield from structure.candidates(cls, plain_values=numbers)  # where names, docstrings or forward's code ask
     yield from synthesis.candidates(cls, numbers)
 
 

@@ -33,6 +33,7 @@ A tensor carries no structure: ``make_inputs_factory`` records the recipe's stru
 
 from __future__ import annotations
 
+import ast
 import inspect
 import itertools
 import re
@@ -41,7 +42,7 @@ from typing import Any, Callable, Iterator, Optional
 import torch
 
 from autograd_lint.dynamic.candidate import Candidate, CapturedTensor
-from autograd_lint.dynamic.synthesis import FLOAT, INDEX, classify, forward_parameters
+from autograd_lint.dynamic.synthesis import FLOAT, INDEX, Slot, classify, forward_function, forward_parameters
 from autograd_lint.examples import TensorSpec
 
 SYMMETRIC, SPD, NEGATIVE_DEFINITE, LOWER_TRIANGULAR = "symmetric", "spd", "negative-definite", "lower-triangular"
@@ -121,17 +122,43 @@ def _tokens(name: str) -> set[str]:
 
 # --- candidates ---------------------------------------------------------------------------------
 
-def candidates(cls: Any, parameters: Optional[list[inspect.Parameter]] = None) -> Iterator[Candidate]:
+def candidates(cls: Any, parameters: Optional[list[inspect.Parameter]] = None,
+               plain_values: Optional[dict[int, Any]] = None) -> Iterator[Candidate]:
     """Structured candidates for a class whose parameter names or docstring ask for a structure
     (none otherwise): they come before the plain guesses. ``parameters``: another function's
     than forward's (``callers.Caller``: a function that calls ``apply``)."""
-    slots = _float_slots(cls, parameters)
+    slots = _float_slots(cls, parameters, plain_values)
     if slots is None:
         return
     wanted = {slot.name: name_structure(slot.name) or doc_structure(cls, slot.name)
               for slot in slots if slot.kind == FLOAT}
+    floats = [name for name in wanted]
+    if floats and not any(wanted.values()) and calls_symmetric_solver(cls):
+        # forward decomposes a symmetric matrix (`torch.linalg.eigh`, a helper `_safe_eigh`): the
+        # first tensor is one. eigh reads one triangle: on a general matrix gradcheck's finite
+        # differences and a correct backward's symmetric gradient disagree (a false AGL901). SPD,
+        # for the spectral functions that take a root or a log of the eigenvalues.
+        wanted[floats[0]] = SPD
     if any(wanted.values()):
         yield from _structured(slots, wanted, "structured")
+
+
+_SYMMETRIC_SOLVER = re.compile(r"eigh|eigvalsh|symeig|syevd", re.IGNORECASE)
+
+
+def calls_symmetric_solver(cls: Any) -> bool:
+    """Whether forward calls a symmetric eigensolver, by name (``torch.linalg.eigh``,
+    ``torch.linalg.eigvalsh``, a helper of the package named so: ``_safe_eigh``)."""
+    function = forward_function(cls)
+    return function is not None and any(
+        isinstance(node, ast.Call) and _SYMMETRIC_SOLVER.search(_called_name(node.func)) is not None
+        for node in ast.walk(function))
+
+
+def _called_name(func: ast.AST) -> str:
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else ""
 
 
 def retry_candidates(cls: type, errors: list[str]) -> Iterator[Candidate]:
@@ -151,13 +178,17 @@ def retry_candidates(cls: type, errors: list[str]) -> Iterator[Candidate]:
         yield from _structured(slots, wanted, f"structured after forward's error ({structure})")
 
 
-def _float_slots(cls: Any, parameters: Optional[list[inspect.Parameter]] = None) -> Optional[list[Any]]:
+def _float_slots(cls: Any, parameters: Optional[list[inspect.Parameter]] = None,
+                 plain_values: Optional[dict[int, Any]] = None) -> Optional[list[Any]]:
+    """forward's slots (or ``parameters``'): a string option that the call sites pass is taken."""
     parameters = forward_parameters(cls) if parameters is None else parameters
     if parameters is None:
         return None
     slots = []
-    for parameter in parameters:
+    for position, parameter in enumerate(parameters):
         classified = classify(parameter)
+        if classified is None and position in (plain_values or {}):
+            classified = [Slot(parameter.name, "value", (plain_values[position],))]
         if classified is None:
             return None
         slots.extend(classified)

@@ -172,6 +172,11 @@ def classify(parameter: inspect.Parameter) -> Optional[list[Slot]]:
         return [Slot(f"{name}[0]", FLOAT)]
     if parameter.kind == inspect.Parameter.KEYWORD_ONLY:
         return [] if has_default else None  # apply passes positionals only
+    if "tensor" in annotation and has_default and isinstance(default, (int, float)) and not isinstance(default, bool) \
+            and re.search(r"\b(?:float|int)\b", annotation):
+        # `factor: Tensor | float = 1e-12`: a number by default, as callers pass it (a tensor guessed
+        # there requires grad, and the class means no gradient for it).
+        return [Slot(name, "value", (default,))]
     if "tensor" in annotation:
         optional = bool(re.search(r"\boptional\b|\bnone\b", annotation))
         if lower in INDEX_NAMES or "long" in annotation:
@@ -950,7 +955,7 @@ def ranked_shape(rank: int) -> tuple[int, ...]:
     return _RANKED.get(rank) or (2,) * (rank - 4) + _RANKED[4]
 
 
-def _forward_function(cls: type) -> Optional[ast.FunctionDef]:
+def forward_function(cls: type) -> Optional[ast.FunctionDef]:
     try:
         tree = ast.parse(textwrap.dedent(_forward_source(cls)))
     except SyntaxError:
@@ -973,7 +978,7 @@ def read_ranks(cls: type, slots: list[Slot]) -> list[Slot]:
     unpacks exactly four dimensions (a guess of two raises "not enough values to unpack"), and
     ``x[:, :, None, :]`` indexes at least three. Indexing with ``...`` says nothing of the rank."""
     floats = {slot.name for slot in slots if slot.kind == FLOAT and slot.shape is None}
-    function = _forward_function(cls) if floats else None
+    function = forward_function(cls) if floats else None
     if function is None:
         return slots
     exact: dict[str, int] = {}
@@ -1097,7 +1102,7 @@ def _with_dtypes(parameters: list[inspect.Parameter], slots: list[Slot], errors:
 def called_parameters(cls: type) -> list[str]:
     """forward's parameters that forward calls (``fn(x)``) or that backward calls through ctx
     (``ctx.op = op`` in forward, ``ctx.op(grad, ...)`` in backward), in forward's order."""
-    function = _forward_function(cls)
+    function = forward_function(cls)
     if function is None:
         return []
     parameters = [argument.arg for argument in function.args.args]
