@@ -961,3 +961,12 @@ def test_apply_arguments_that_no_guess_can_be_are_captured_from_the_package_s_ca
     # symmetrized backward is right (off it, a false AGL901). once_differentiable under
     # custom_bwd is seen: no gradgradcheck.
     assert not [f for f in findings if f["path"].endswith("through_callers.py") and f["function_class"] != "PlannedScaleWrong"]
+
+
+def test_a_mismatch_the_class_documents_is_a_warning_that_quotes_it(fixture_run):
+    _, findings, _ = fixture_run
+    failed = runtime(findings, "documented_mismatch.py", "AGL901")
+    assert failed["SmoothedFloor"]["severity"] == "warning"
+    assert 'the class documents it: "The forward is stepped, so ``torch.autograd.gradcheck`` will fail here."' \
+        in failed["SmoothedFloor"]["message"]
+    assert failed["SilentlySmoothedFloor"]["severity"] == "error"

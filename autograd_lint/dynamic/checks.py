@@ -204,7 +204,14 @@ def _run_checks(cls: type, make_inputs: Callable[[], tuple], names: list[str],
         report.skipped.append("gradgradcheck: the gradient is not the derivative, by design (AGL908)")
         return report
     if outcome.message:
-        report.findings.append(RuntimeFinding("AGL901", outcome.message, unread_inputs=outcome.unread))
+        documented = by_design.documented_mismatch(cls)
+        if documented:  # the author says so in words: worth a look, not an error
+            report.findings.append(RuntimeFinding(
+                "AGL901", f"{outcome.message} (the class documents it: \"{documented}\"; if the gradient is "
+                          "meant to differ, suppress this with that reason)", level="warning",
+                unread_inputs=outcome.unread))
+        else:
+            report.findings.append(RuntimeFinding("AGL901", outcome.message, unread_inputs=outcome.unread))
         report.skipped.append("gradgradcheck: gradcheck failed")
         return report
     nonlinear = by_design.nonlinearity(cls, make_inputs, names, outcome.tolerances is not PRECISE)
