@@ -185,8 +185,10 @@ class ReportsThreads(torch.autograd.Function):
 """
 
 
-@pytest.mark.parametrize("fork_server", ["1", "0"])
-def test_each_child_gets_its_share_of_the_cores_unless_the_user_sets_the_threads(tmp_path, fork_server):
+def test_each_child_gets_its_share_of_the_cores_unless_the_user_sets_the_threads(tmp_path):
+    # Through the fork server, the default on Linux: the variables are the server's environment,
+    # which its children (and one interpreter per module, without it) inherit.
+    fork_server = "1"
     # Two children at once, each with torch's default of one OpenMP thread per core, made a
     # small convolution's check 20 times slower on two cores (bench/dynamic-findings.md).
     write(tmp_path / "threads.py", THREADS)
