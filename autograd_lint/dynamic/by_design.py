@@ -594,7 +594,8 @@ _ABOUT_GRADIENTS = re.compile(r"gradient|derivative|gradcheck|mismatch|backward"
 
 def documented_mismatch(cls: type) -> str:
     """The words in which the class's docstrings (its own, forward's, backward's) say that its
-    gradient differs from the derivative by design (on purpose, intentionally); "" when they do not. Comments are not read: they often explain one input's case, not the class's. Words
+    gradient differs from the derivative by design (on purpose, intentionally); "" when they do
+    not. Comments are not read: they often explain one input's case, not the class's. Words
     alone never make a failure by design (no number checks them): AGL901 becomes a warning that
     quotes them."""
     documents = (inspect.getdoc(cls), inspect.getdoc(getattr(cls, "forward", None)),

@@ -198,7 +198,7 @@ def calls_of(name: str, files: list[str]) -> Iterator[tuple[ast.Call, ast.AST, s
             continue
         for scope in _scopes(tree):
             for node in _walk_own(scope):
-                if isinstance(node, ast.Call) and _last_name(node.func) == name \
+                if isinstance(node, ast.Call) and last_name(node.func) == name \
                         and not (isinstance(node.func, ast.Attribute) and node.func.attr == "apply"):
                     yield node, scope, path
 
@@ -218,7 +218,7 @@ def apply_calls(path: str, class_name: str) -> Iterator[tuple[ast.Call, ast.AST]
     for scope in _scopes(tree):
         for node in _walk_own(scope):
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "apply"
-                    and _last_name(node.func.value) == class_name):
+                    and last_name(node.func.value) == class_name):
                 yield node, scope
 
 
@@ -271,7 +271,7 @@ def _walk_own(scope: ast.AST) -> list[ast.AST]:
     return sorted(found, key=lambda node: (getattr(node, "lineno", 0), getattr(node, "col_offset", 0)))
 
 
-def _last_name(node: ast.AST) -> Optional[str]:
+def last_name(node: ast.AST) -> Optional[str]:
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute):

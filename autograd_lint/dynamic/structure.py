@@ -41,6 +41,7 @@ from typing import Any, Callable, Iterator, Optional
 
 import torch
 
+from autograd_lint.dynamic.callsites import last_name
 from autograd_lint.dynamic.candidate import Candidate, CapturedTensor
 from autograd_lint.dynamic.synthesis import FLOAT, INDEX, Slot, classify, forward_function, forward_parameters
 from autograd_lint.examples import TensorSpec
@@ -132,7 +133,7 @@ def candidates(cls: Any, parameters: Optional[list[inspect.Parameter]] = None,
         return
     wanted = {slot.name: name_structure(slot.name) or doc_structure(cls, slot.name)
               for slot in slots if slot.kind == FLOAT}
-    floats = [name for name in wanted]
+    floats = list(wanted)
     if floats and not any(wanted.values()) and calls_symmetric_solver(cls):
         # forward decomposes a symmetric matrix (`torch.linalg.eigh`, a helper `_safe_eigh`): the
         # first tensor is one. eigh reads one triangle: on a general matrix gradcheck's finite
@@ -151,14 +152,8 @@ def calls_symmetric_solver(cls: Any) -> bool:
     ``torch.linalg.eigvalsh``, a helper of the package named so: ``_safe_eigh``)."""
     function = forward_function(cls)
     return function is not None and any(
-        isinstance(node, ast.Call) and _SYMMETRIC_SOLVER.search(_called_name(node.func)) is not None
+        isinstance(node, ast.Call) and _SYMMETRIC_SOLVER.search(last_name(node.func) or "") is not None
         for node in ast.walk(function))
-
-
-def _called_name(func: ast.AST) -> str:
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return func.id if isinstance(func, ast.Name) else ""
 
 
 def retry_candidates(cls: type, errors: list[str]) -> Iterator[Candidate]:
