@@ -6,7 +6,7 @@ a class B whose forward breaks its child (or the run), and a wrong class C after
 listed. Only hang_in_middle.py and hangs.py spend a time limit, and they hang for sure
 (``while True``), so the limit here is short for them and still wide for everything that should
 finish: a forked child imports a module and checks a class in about a second (30 s), a child
-with an interpreter of its own imports torch first, a few seconds (60 s).
+with an interpreter of its own imports torch first, a few seconds (40 s: about ten times that).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ pytest.importorskip("torch")
 
 DYNAMIC = "fixtures/dynamic"
 LIMIT = 30  # seconds per forked child: what a hanging class costs; dozens of times what the others take
-OWN_INTERPRETER_LIMIT = 60
+OWN_INTERPRETER_LIMIT = 40
 MIDDLE = {  # module -> B's status, and the start of its reason
     "hang_in_middle.py": ("timed-out", f"timed out after {LIMIT} s while this class was checked"),
     "exit_in_middle.py": ("exited", "its code called exit() or sys.exit() while its inputs were built"),

@@ -2,7 +2,9 @@
 
 Each ``fixtures/fixes/<CODE>/<case>.py`` has ``<case>.fixed.py``: the exact bytes ``--fix``
 must produce (``--unsafe-fixes`` too for cases named ``unsafe*``). ``nofix*.py`` cases are
-findings the fixer must leave alone. tests/test_fix_dynamic.py runs the same pairs: the runtime
+findings the fixer must leave alone. The sweeps over every case call the CLI's ``main`` in this
+process (three new interpreters per case cost over a minute of the suite's CPU); the tests after
+them run the real command. tests/test_fix_dynamic.py runs the same pairs: the runtime
 confirmation of each finding, before and after the fix, and gradcheck on the fixed code.
 """
 
@@ -55,18 +57,18 @@ def test_fix_gives_the_expected_bytes_lints_clean_compiles_and_is_idempotent(cas
     expected = case.with_name(case.stem + ".fixed.py").read_bytes()
     assert original != expected, "a fixture must need a fix"
 
-    first = run_cli(*_fix_args(case), target.name, cwd=tmp_path)
+    first = run_in_process(*_fix_args(case), target.name, cwd=tmp_path)
     assert_no_traceback(first)
     assert target.read_bytes() == expected
     assert first.returncode == 0, first.stdout + first.stderr  # nothing of that code remains
     assert "Fixed" in first.stderr and "(0 remaining" in first.stderr
 
-    relint = run_cli("--no-cache", "--select", case.parent.name, target.name, cwd=tmp_path)
+    relint = run_in_process("--no-cache", "--select", case.parent.name, target.name, cwd=tmp_path)
     assert relint.returncode == 0 and relint.stdout == "", relint.stdout
     compile(expected, str(target), "exec", dont_inherit=True)
     cst.parse_module(expected)
 
-    second = run_cli(*_fix_args(case), target.name, cwd=tmp_path)
+    second = run_in_process(*_fix_args(case), target.name, cwd=tmp_path)
     assert target.read_bytes() == expected
     assert "Fixed 0 findings" in second.stderr
 
@@ -75,11 +77,11 @@ def test_fix_gives_the_expected_bytes_lints_clean_compiles_and_is_idempotent(cas
 def test_unsafe_fixes_need_the_flag(case: Path, tmp_path: Path):
     target = _copy(case, tmp_path)
     original = target.read_bytes()
-    result = run_cli("--no-cache", "--select", case.parent.name, "--fix", target.name, cwd=tmp_path)
+    result = run_in_process("--no-cache", "--select", case.parent.name, "--fix", target.name, cwd=tmp_path)
     assert target.read_bytes() == original
     assert result.returncode == 1
     assert "more fixable with --unsafe-fixes" in result.stderr
-    report = json.loads(run_cli("--no-cache", "--select", case.parent.name, "--format", "json", target.name,
+    report = json.loads(run_in_process("--no-cache", "--select", case.parent.name, "--format", "json", target.name,
                                 cwd=tmp_path).stdout)
     assert report["findings"] and all(f["fix_available"] for f in report["findings"])
 
@@ -88,11 +90,11 @@ def test_unsafe_fixes_need_the_flag(case: Path, tmp_path: Path):
 def test_findings_without_a_sure_fix_are_left_alone(case: Path, tmp_path: Path):
     target = _copy(case, tmp_path)
     original = target.read_bytes()
-    result = run_cli("--no-cache", "--select", case.parent.name, "--fix", "--unsafe-fixes", target.name,
-                     cwd=tmp_path)
+    result = run_in_process("--no-cache", "--select", case.parent.name, "--fix", "--unsafe-fixes", target.name,
+                            cwd=tmp_path)
     assert result.returncode == 1 and case.parent.name in result.stdout
     assert target.read_bytes() == original
-    report = json.loads(run_cli("--no-cache", "--select", case.parent.name, "--format", "json", target.name,
+    report = json.loads(run_in_process("--no-cache", "--select", case.parent.name, "--format", "json", target.name,
                                 cwd=tmp_path).stdout)
     assert report["findings"] and not any(f["fix_available"] for f in report["findings"])
 

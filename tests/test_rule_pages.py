@@ -1,7 +1,8 @@
 """The rule pages under rules/ (what `autograd-lint --explain CODE` prints) stay true.
 
 Every catalogue code has a page with the fixed structure, and the code blocks of each page are
-linted with the real CLI: a static rule's "Example" must trigger its code and its "Use instead"
+linted with the CLI's ``main`` (in this process: a new interpreter for each of the ~120 blocks
+cost more than a minute of CPU; tests/test_cli.py runs the real command): a static rule's "Example" must trigger its code and its "Use instead"
 must not (pylint's model: the docs cannot drift from the analysis). The examples are also kept
 clean of every other default rule, so a reader sees exactly one problem per page.
 """
@@ -11,7 +12,6 @@ from __future__ import annotations
 import json
 import re
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -19,7 +19,7 @@ from typing import Optional
 import pytest
 
 from autograd_lint.catalogue import RULES, RuleInfo
-from conftest import REPO_ROOT, run_cli
+from conftest import REPO_ROOT, run_cli, run_in_process
 
 RULES_DIR = REPO_ROOT / "rules"
 
@@ -176,7 +176,7 @@ def lint(source: str, extend_select: Optional[str]) -> list[tuple[str, int]]:
     select = ["--extend-select", extend_select] if extend_select else []
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "example.py").write_text(source, encoding="utf-8")
-        proc = run_cli("--format", "json", *select, "example.py", cwd=Path(tmp))
+        proc = run_in_process("--format", "json", "--no-cache", *select, "example.py", cwd=Path(tmp))
     assert proc.returncode in (0, 1), (
         f"autograd-lint exited {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
     )
@@ -186,7 +186,7 @@ def lint(source: str, extend_select: Optional[str]) -> list[tuple[str, int]]:
 
 @pytest.fixture(scope="module")
 def linted(request):
-    """The two blocks of every page that a selected test reads, linted once (in parallel), keyed
+    """The two blocks of every page that a selected test reads, linted once, keyed
     by (code, "example"|"use"): the whole run lints every page; `-k AGL209` (CONTRIBUTING's
     step 4 for a new rule) only that page's blocks.
 
@@ -209,9 +209,7 @@ def linted(request):
         except Exception as exc:  # kept for the test that needs this result
             return exc
 
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        results = dict(zip(jobs, pool.map(run, jobs.values())))
-    return results
+    return {key: run(args) for key, args in jobs.items()}
 
 
 def result(linted, code: str, block: str) -> list[tuple[str, int]]:
