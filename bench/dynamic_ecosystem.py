@@ -55,6 +55,16 @@ extra (two of its modules import `omnibias.torch`); dhl-mm's Function class is i
         tad-mctc ptranking autolrp 'omnibias-binary[torch]' diffcb astrohebbian torchdeform iunets torchjd gsmc-torch \
         egnlib torchdae torchsolve torchcurves torch-dxdt torchot torchspin invtorch dhl-mm
     PYTHONPATH=. /tmp/venv-blind9/bin/python bench/dynamic_ecosystem.py run --batch blind9 --out /tmp/blind9-now
+
+`--batch blind10` selects the tenth blind batch (issue 29's measure, again): eighteen more pure-PyTorch packages, in
+an environment of their own (bench/dynamic-blind10-constraints.txt, torch pinned). diffapqp installs as the package
+`lao` (its Function classes are in `lao/diffapqp`), umnn as `UMNN`::
+
+    python3 -m venv /tmp/venv-blind10
+    /tmp/venv-blind10/bin/pip install -e . torch==2.13.0 -c bench/dynamic-blind10-constraints.txt \
+        spaic qste pytorchcv quanto dtw-loss-functions exact-event-adjoint tracetorch umnn torch-conv-gradfix \
+        solwa diffapqp dagua freegrad linformer routing-transformer photokan srkan pytorch-optimizer
+    PYTHONPATH=. /tmp/venv-blind10/bin/python bench/dynamic_ecosystem.py run --batch blind10 --out /tmp/blind10-now
 """
 
 from __future__ import annotations
@@ -85,7 +95,13 @@ BLIND8 = ("matterhorn_pytorch", "torchray", "torchesnufft", "torchgw", "torch_se
 BLIND9 = ("tad_mctc", "ptranking", "autolrp", "omnibias", "dcb", "astrohebbian", "torchdeform", "iunets", "torchjd",
           "gsmc_torch", "egn", "torchdae", "torchsolve", "torchcurves", "torch_dxdt", "torchot", "torchspin", "invtorch",
           "equivariant")
-BATCHES = {"ecosystem": PACKAGES, "blind7": BLIND7, "blind8": BLIND8, "blind9": BLIND9}
+# Import names of the tenth blind batch (issue 29's measure, bench/dynamic-findings.md): pure-PyTorch packages that
+# no earlier batch used, their directories under site-packages (`lao` is diffapqp's, `UMNN` umnn's); run once, blind,
+# at the commit the findings name.
+BLIND10 = ("spaic", "qste", "pytorchcv", "quanto", "dtw_loss_functions", "exact_event_adjoint", "tracetorch", "UMNN",
+           "torch_conv_gradfix", "solwa", "lao", "dagua", "freegrad", "linformer", "routing_transformer",
+           "photokan", "srkan", "pytorch_optimizer")
+BATCHES = {"ecosystem": PACKAGES, "blind7": BLIND7, "blind8": BLIND8, "blind9": BLIND9, "blind10": BLIND10}
 
 
 def run(args: argparse.Namespace) -> int:
