@@ -4,6 +4,9 @@ runs the whole path through the CLI, in tests/test_dynamic.py)."""
 
 from __future__ import annotations
 
+import math
+import sys
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -81,3 +84,45 @@ def test_an_alias_of_the_class_s_module_is_replaced_when_the_caller_lives_elsewh
     captured = callers.capture(Scale, namespace["outer"], (torch.ones(3),))
     assert captured is not None and captured[1] == 3.0
     assert globals()["scale"] == Scale.apply
+
+
+# --- the package's documented examples -------------------------------------------------------------
+
+def documented(x):
+    """Scale ``x``, with a log of what it did.
+
+    >>> print("shown only to a reader")
+    >>> import sys
+    >>> sys.exit(3)
+    >>> missing_name + 1
+    >>> from torch.func import grad
+    >>> grad(lambda t: scale(t, 2.0).sum())(torch.ones(2))
+    >>> y = documented(torch.ones(2, 5))
+    """
+    return scale(x, 4.0)
+
+
+class Undocumented(torch.autograd.Function):  # no docstring: torch.autograd.Function's has examples
+    @staticmethod
+    def forward(ctx, x):
+        return x
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+def test_examples_run_on_past_failures_and_exits_and_skip_transformed_tensors(capsys):
+    examples = list(callers._documented_examples(Scale, sys.modules[__name__], [__file__]))
+    assert [label for label, _, _ in examples] == ["documented()"]
+    _, lines, namespace = examples[0]
+    captured = callers._first_apply_call(Scale, lambda: callers._run_examples(lines, namespace, math.inf), namespace)
+    # sys.exit and the NameError do not stop the examples; under `grad`, apply's tensors are
+    # the transform's (no values of their own): the call after it is the one kept.
+    assert captured is not None and captured[0].tensor.shape == (2, 5) and captured[1] == 4.0
+    assert capsys.readouterr().out == ""
+    assert globals()["scale"] == Scale.apply and "apply" not in Scale.__dict__
+
+
+def test_a_class_without_a_docstring_runs_no_inherited_example():
+    assert list(callers._documented_examples(Undocumented, sys.modules[__name__], [__file__])) == []

@@ -101,8 +101,10 @@ def choose_inputs(cls: type, module: Any, call_site_files: list[str], config_exa
                                project_root, numbers)
         # Nothing ran, or only with a backward that raised (or returned a gradient of another shape
         # than the input's: a guessed size that backward does not share), or forward's signature
-        # gave nothing to try (a `str` option): the package's own callers build what no guess can
-        # be (a plan, the calling module, the option); then second tries, led by the errors.
+        # gave nothing to try (a `str` option): the package's documented examples, then its own
+        # callers, build what no guess can be (a plan, the calling module, the option, a residual
+        # function); then second tries, led by the errors.
+        yield from callers.example_candidates(cls, module, call_site_files, SEED, deadline)
         yield from callers.candidates(cls, module, call_site_files, SEED,
                                       lambda recipe: make_inputs_factory(recipe, device), deadline)
         if errors:
