@@ -283,8 +283,11 @@ def _caller_sites(cls: type, module: Any, files: list[str]) -> Iterator[tuple[An
     # One level further out: the public functions and modules that call a private helper
     # (`apply_quad(a, f, fprime)` -> `_apply_spectral(a, f, g_builder, eig, ...)` -> `apply`).
     # The recorder sits on `apply` itself, so any caller that reaches it is captured.
+    # So are the functions that build the class whose method calls it (`implicit_root(...)` builds
+    # `_Root(...)` and calls its `solve`).
     outer = []
-    for helper in dict.fromkeys(name for _, _, name in functions):
+    builders = [owner for _, owner, _ in methods if owner is not None]
+    for helper in dict.fromkeys([*(name for _, _, name in functions), *builders]):
         for _, scope, path in calls_of(helper, package_files):
             if getattr(scope, "module_level", False):
                 outer.append((path, None, scope.name))
@@ -302,18 +305,38 @@ def _caller_sites(cls: type, module: Any, files: list[str]) -> Iterator[tuple[An
 
 # --- the package's documented examples ----------------------------------------------------------
 
-MAX_EXAMPLE_DOCSTRINGS = 8
+MAX_EXAMPLE_DOCSTRINGS = 12
 MAX_EXAMPLES_PER_DOCSTRING = 40  # lines of `>>>` code
 
 
-def example_candidates(cls: type, module: Any, files: list[str], seed: int,
-                       deadline: float = math.inf) -> Iterator[Candidate]:
+def example_candidates(cls: type, module: Any, files: list[str], seed: int, deadline: float = math.inf,
+                       large: Optional[list[Candidate]] = None) -> Iterator[Candidate]:
     """Candidates whose arguments a documented example of the package passes to ``cls.apply``.
 
     Where the example makes some tensors require grad, its arguments are the authors' own call
     (source ``call-site``): the others are constants there. Where it makes none require grad (it
     shows forward only), every float tensor requires grad, as a guess (``synthesized``, and
-    ``Candidate.guessed``: backward's None for one takes its grad away)."""
+    ``Candidate.guessed``: backward's None for one takes its grad away).
+
+    An example's data can be large (a sample of 500 points): gradcheck runs forward twice per
+    element. A candidate with more than ``MAX_EXAMPLE_ELEMENTS`` elements to check goes to
+    ``large`` instead, for the caller to try after the cheaper sources."""
+    for candidate in _example_candidates(cls, module, files, seed, deadline):
+        if large is not None and _elements_checked(candidate) > MAX_EXAMPLE_ELEMENTS:
+            large.append(candidate)
+        else:
+            yield candidate
+
+
+MAX_EXAMPLE_ELEMENTS = 64  # the synthesized inputs' size: a (3, 4) pair, or a (4, 4) matrix and more
+
+
+def _elements_checked(candidate: Candidate) -> int:
+    return sum(value.tensor.numel() for value in candidate.recipe()
+               if isinstance(value, CapturedTensor) and value.requires_grad)
+
+
+def _example_candidates(cls: type, module: Any, files: list[str], seed: int, deadline: float) -> Iterator[Candidate]:
     layouts: set[tuple] = set()
     for label, examples, namespace in itertools.islice(_documented_examples(cls, module, files), MAX_EXAMPLE_DOCSTRINGS):
         if time.monotonic() > deadline:
@@ -375,6 +398,12 @@ def _documented_examples(cls: type, module: Any, files: list[str]) -> Iterator[t
             modules.append(caller_module)
     for each in modules:
         yield from found(f"module {each.__name__}", each, vars(each))
+    # Then the other functions and classes these modules define, in their order: a public function
+    # may reach `apply` through an object it builds, which no name above shows.
+    for each in modules:
+        for name, value in list(vars(each).items()):
+            if (inspect.isfunction(value) or isinstance(value, type)) and getattr(value, "__module__", None) == each.__name__:
+                yield from found(f"{name}()" if inspect.isfunction(value) else name, value, vars(each))
 
 
 def _run_examples(examples: list, namespace: dict, deadline: float) -> None:
