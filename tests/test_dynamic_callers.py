@@ -114,7 +114,7 @@ class Undocumented(torch.autograd.Function):  # no docstring: torch.autograd.Fun
 
 def test_examples_run_on_past_failures_and_exits_and_skip_transformed_tensors(capsys):
     examples = list(callers._documented_examples(Scale, sys.modules[__name__], [__file__]))
-    assert [label for label, _, _ in examples] == ["documented()"]
+    assert [label for label, _, _ in examples] == ["documented()", "Doubled"]  # the caller's first
     _, lines, namespace = examples[0]
     captured = callers._first_apply_call(Scale, lambda: callers._run_examples(lines, namespace, math.inf), namespace)
     # sys.exit and the NameError do not stop the examples; under `grad`, apply's tensors are
@@ -128,4 +128,28 @@ def test_a_class_without_a_docstring_runs_no_inherited_example():
     # Only the module's own docstrings (here `documented`'s, which any class of the module may be
     # reached through), never torch.autograd.Function's.
     labels = [label for label, _, _ in callers._documented_examples(Undocumented, sys.modules[__name__], [__file__])]
-    assert labels == ["documented()"]
+    assert labels == ["documented()", "Doubled"]
+
+
+class Doubled(torch.autograd.Function):
+    """Twice ``x``.
+
+    >>> Doubled.apply(torch.ones(100, requires_grad=True))
+    >>> Doubled.apply(torch.ones(3, requires_grad=True))
+    """
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2
+
+
+def test_an_example_with_many_elements_to_check_is_kept_for_last():
+    # Each `>>>` docstring is run until its first call: the 100 elements are what this one gives.
+    large: list = []
+    small = list(callers.example_candidates(Doubled, sys.modules[__name__], [__file__], 0, math.inf, large))
+    assert small == [] and [candidate.source for candidate in large] == ["call-site"]
+    assert callers._elements_checked(large[0]) == 100 > callers.MAX_EXAMPLE_ELEMENTS
