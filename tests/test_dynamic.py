@@ -988,3 +988,7 @@ def test_a_mismatch_the_class_documents_is_a_warning_that_quotes_it(fixture_run)
     assert 'the class documents it: "For training this mismatch is correct by design: the smooth gradient is ' \
            'the useful one."' in failed["SmoothedFloor"]["message"]
     assert failed["SilentlySmoothedFloor"]["severity"] == "error"
+    assert failed["NaturalMean"]["severity"] == "warning"  # "natural gradient": not the derivative, by definition
+    assert 'the class documents it: "Its gradient is with respect to the mean, rather than the natural parameter: ' \
+           'the natural gradient, for natural gradient descent."' in failed["NaturalMean"]["message"]
+    assert failed["MeanFromNaturalParameter"]["severity"] == "error"  # natural parameters, no natural gradient
