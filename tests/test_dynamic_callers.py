@@ -153,3 +153,17 @@ def test_an_example_with_many_elements_to_check_is_kept_for_last():
     small = list(callers.example_candidates(Doubled, sys.modules[__name__], [__file__], 0, math.inf, large))
     assert small == [] and [candidate.source for candidate in large] == ["call-site"]
     assert callers._elements_checked(large[0]) == 100 > callers.MAX_EXAMPLE_ELEMENTS
+
+
+def test_literal_blocks_and_fences_are_examples_too_and_prose_is_not():
+    import doctest
+
+    text = ("Scale things.\n\nExample::\n\n    x = torch.ones(2, 3)\n    y = scale(x, 5.0)\n\n"
+            "Note:: prose after the marks.\n\nSee also::\n\n    the other scale, which does more\n\n"
+            "```python\nscale(torch.ones(4), 6.0)\n```\n")
+    blocks = callers.code_blocks(text)
+    assert blocks == ["scale(torch.ones(4), 6.0)\n", "x = torch.ones(2, 3)\ny = scale(x, 5.0)\n"]
+    namespace = globals()
+    examples = [doctest.Example(block, "") for block in reversed(blocks)]
+    captured = callers._first_apply_call(Scale, lambda: callers._run_examples(examples, namespace, math.inf), namespace)
+    assert captured[0].tensor.shape == (2, 3) and captured[1] == 5.0

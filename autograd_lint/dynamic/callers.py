@@ -33,6 +33,7 @@ import math
 import os
 import re
 import sys
+import textwrap
 import time
 from dataclasses import replace
 from typing import Any, Callable, Iterator, Optional
@@ -372,13 +373,15 @@ def _documented_examples(cls: type, module: Any, files: list[str]) -> Iterator[t
         # The owner's own docstring: `inspect.getdoc` would fall back on a base's, and
         # `torch.autograd.Function`'s has examples of its own.
         text = getattr(owner, "__doc__", None)
-        if not isinstance(text, str) or ">>>" not in text or text in seen:
+        if not isinstance(text, str) or text in seen or not (">>>" in text or "::" in text or "```" in text):
             return
         seen.add(text)
+        text = inspect.cleandoc(text)
         try:
-            examples = parser.get_examples(inspect.cleandoc(text))
+            examples = parser.get_examples(text)
         except ValueError:  # a malformed example (a `>>>` line without its space)
-            return
+            examples = []
+        examples = examples or [doctest.Example(block, "") for block in code_blocks(text)]
         if examples:
             yield label, examples[:MAX_EXAMPLES_PER_DOCSTRING], namespace
 
@@ -404,6 +407,38 @@ def _documented_examples(cls: type, module: Any, files: list[str]) -> Iterator[t
         for name, value in list(vars(each).items()):
             if (inspect.isfunction(value) or isinstance(value, type)) and getattr(value, "__module__", None) == each.__name__:
                 yield from found(f"{name}()" if inspect.isfunction(value) else name, value, vars(each))
+
+
+# A literal block (`Example::` and the indented lines after it, `.. code-block:: python`) or a
+# Markdown fence (```python ... ```): examples written without `>>>`.
+_LITERAL_START = re.compile(r"::\s*(?:python)?\s*$")
+_FENCE = re.compile(r"^[ \t]*```[ \t]*(?:python|py)?[ \t]*\n(.*?)^[ \t]*```", re.MULTILINE | re.DOTALL)
+
+
+def code_blocks(text: str) -> list[str]:
+    """The code of a docstring's literal blocks and fences that parse as Python (prose after a
+    `::` does not), in their order."""
+    blocks = [match.group(1) for match in _FENCE.finditer(text)]
+    lines = text.splitlines()
+    for number, line in enumerate(lines):
+        if not _LITERAL_START.search(line):
+            continue
+        indent = len(line) - len(line.lstrip())
+        body: list[str] = []
+        for following in lines[number + 1:]:
+            if following.strip() and len(following) - len(following.lstrip()) <= indent:
+                break
+            body.append(following)
+        if any(part.strip() for part in body):
+            blocks.append(textwrap.dedent("\n".join(body)).strip("\n") + "\n")
+    code = []
+    for block in blocks:
+        try:
+            ast.parse(block)
+        except SyntaxError:
+            continue
+        code.append(block)
+    return code
 
 
 def _run_examples(examples: list, namespace: dict, deadline: float) -> None:
