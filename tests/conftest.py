@@ -42,6 +42,21 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+# The test files that take longest (tens of seconds each: the --dynamic runs over the fixtures,
+# flake8 over every fixture, the hang that waits for its limit), run first. pytest-xdist's
+# `--dist loadfile` hands whole files to the workers in collection order: one of these drawn last
+# would leave the other worker idle for its whole length. A file missing here only loses its place.
+LONGEST_FIRST = ("test_dynamic_resume.py", "test_flake8.py", "test_dynamic.py", "test_project_wide.py",
+                 "test_dynamic_isolation.py", "test_jobs_and_cache.py", "test_syntax_children.py",
+                 "test_server.py", "test_fix_focus.py", "test_dynamic_confirm_cli.py", "test_sarif.py",
+                 "test_dynamic_sandbox.py", "test_corpus_torch.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: index for index, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the others keep their order
+
+
 # ``--dynamic``'s limit per child in the tests that do not test the limit itself: many times what
 # a module takes (a second or so; tens on two busy cores), so that no test fails on a slow
 # machine. The timeout path is tested with modules that hang for sure (tests/test_dynamic_resume.py).

@@ -286,7 +286,8 @@ def test_summary_line_counts_sources_and_confirmations(fixture_run):
     sources = [(entry.get("inputs") or {}).get("source") for entry in report["functions"]]
     assert (declared, call_sites, synthesized) == (sources.count("declared"), sources.count("call-site"),
                                                    sources.count("synthesized"))
-    assert declared >= 18 and call_sites == 2 and rate == round(100 * built / total)
+    # call sites: two from `.apply` calls in the fixtures, two from documented_examples.py's docstrings
+    assert declared >= 18 and call_sites == 4 and rate == round(100 * built / total)
     assert checked + partly + not_checked == total
     assert checked == sum(1 for f in report["functions"] if f["status"] == "checked")
     assert partly == sum(1 for f in report["functions"] if f["status"] == "partly-checked")
@@ -963,6 +964,23 @@ def test_apply_arguments_that_no_guess_can_be_are_captured_from_the_package_s_ca
     assert not [f for f in findings if f["path"].endswith("through_callers.py") and f["function_class"] != "PlannedScaleWrong"]
 
 
+def test_the_packages_docstring_examples_build_what_no_guess_can(fixture_run):
+    # fixtures/dynamic/documented_examples.py: a residual function, a rule object; the `>>>`
+    # lines of the public function's (or the class's) docstring reach apply.
+    _, findings, report = fixture_run
+    inputs = {name: function(report, name)["inputs"] for name in ("ImplicitRoot", "ImplicitRootWrong", "Shrink")}
+    assert (inputs["ImplicitRoot"]["source"], inputs["ImplicitRoot"]["detail"]) == (
+        "call-site", "the docstring example of implicit_root()")  # it makes `p` require grad: the authors' call
+    assert (inputs["Shrink"]["source"], inputs["Shrink"]["detail"]) == (
+        "synthesized", "from the docstring example of Shrink")  # forward only: grad is a guess
+    for name in inputs:
+        assert function(report, name)["status"] == "checked" and "gradcheck" in function(report, name)["ran"]
+    wrong = runtime(findings, "documented_examples.py", "AGL901")
+    assert set(wrong) == {"ImplicitRootWrong"} and wrong["ImplicitRootWrong"]["severity"] == "error"
+    assert not [f for f in findings if f["path"].endswith("documented_examples.py")
+                and f["function_class"] != "ImplicitRootWrong"]
+
+
 def test_a_mismatch_the_class_documents_is_a_warning_that_quotes_it(fixture_run):
     _, findings, _ = fixture_run
     failed = runtime(findings, "documented_mismatch.py", "AGL901")
@@ -970,3 +988,7 @@ def test_a_mismatch_the_class_documents_is_a_warning_that_quotes_it(fixture_run)
     assert 'the class documents it: "For training this mismatch is correct by design: the smooth gradient is ' \
            'the useful one."' in failed["SmoothedFloor"]["message"]
     assert failed["SilentlySmoothedFloor"]["severity"] == "error"
+    assert failed["NaturalMean"]["severity"] == "warning"  # "natural gradient": not the derivative, by definition
+    assert 'the class documents it: "Its gradient is with respect to the mean, rather than the natural parameter: ' \
+           'the natural gradient, for natural gradient descent."' in failed["NaturalMean"]["message"]
+    assert failed["MeanFromNaturalParameter"]["severity"] == "error"  # natural parameters, no natural gradient

@@ -4,6 +4,9 @@ runs the whole path through the CLI, in tests/test_dynamic.py)."""
 
 from __future__ import annotations
 
+import math
+import sys
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -81,3 +84,86 @@ def test_an_alias_of_the_class_s_module_is_replaced_when_the_caller_lives_elsewh
     captured = callers.capture(Scale, namespace["outer"], (torch.ones(3),))
     assert captured is not None and captured[1] == 3.0
     assert globals()["scale"] == Scale.apply
+
+
+# --- the package's documented examples -------------------------------------------------------------
+
+def documented(x):
+    """Scale ``x``, with a log of what it did.
+
+    >>> print("shown only to a reader")
+    >>> import sys
+    >>> sys.exit(3)
+    >>> missing_name + 1
+    >>> from torch.func import grad
+    >>> grad(lambda t: scale(t, 2.0).sum())(torch.ones(2))
+    >>> y = documented(torch.ones(2, 5))
+    """
+    return scale(x, 4.0)
+
+
+class Undocumented(torch.autograd.Function):  # no docstring: torch.autograd.Function's has examples
+    @staticmethod
+    def forward(ctx, x):
+        return x
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+def test_examples_run_on_past_failures_and_exits_and_skip_transformed_tensors(capsys):
+    examples = list(callers._documented_examples(Scale, sys.modules[__name__], [__file__]))
+    assert [label for label, _, _ in examples] == ["documented()", "Doubled"]  # the caller's first
+    _, lines, namespace = examples[0]
+    captured = callers._first_apply_call(Scale, lambda: callers._run_examples(lines, namespace, math.inf), namespace)
+    # sys.exit and the NameError do not stop the examples; under `grad`, apply's tensors are
+    # the transform's (no values of their own): the call after it is the one kept.
+    assert captured is not None and captured[0].tensor.shape == (2, 5) and captured[1] == 4.0
+    assert capsys.readouterr().out == ""
+    assert globals()["scale"] == Scale.apply and "apply" not in Scale.__dict__
+
+
+def test_a_class_without_a_docstring_runs_no_inherited_example():
+    # Only the module's own docstrings (here `documented`'s, which any class of the module may be
+    # reached through), never torch.autograd.Function's.
+    labels = [label for label, _, _ in callers._documented_examples(Undocumented, sys.modules[__name__], [__file__])]
+    assert labels == ["documented()", "Doubled"]
+
+
+class Doubled(torch.autograd.Function):
+    """Twice ``x``.
+
+    >>> Doubled.apply(torch.ones(100, requires_grad=True))
+    >>> Doubled.apply(torch.ones(3, requires_grad=True))
+    """
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2
+
+
+def test_an_example_with_many_elements_to_check_is_kept_for_last():
+    # Each `>>>` docstring is run until its first call: the 100 elements are what this one gives.
+    large: list = []
+    small = list(callers.example_candidates(Doubled, sys.modules[__name__], [__file__], 0, math.inf, large))
+    assert small == [] and [candidate.source for candidate in large] == ["call-site"]
+    assert callers._elements_checked(large[0]) == 100 > callers.MAX_EXAMPLE_ELEMENTS
+
+
+def test_literal_blocks_and_fences_are_examples_too_and_prose_is_not():
+    import doctest
+
+    text = ("Scale things.\n\nExample::\n\n    x = torch.ones(2, 3)\n    y = scale(x, 5.0)\n\n"
+            "Note:: prose after the marks.\n\nSee also::\n\n    the other scale, which does more\n\n"
+            "```python\nscale(torch.ones(4), 6.0)\n```\n")
+    blocks = callers.code_blocks(text)
+    assert blocks == ["scale(torch.ones(4), 6.0)\n", "x = torch.ones(2, 3)\ny = scale(x, 5.0)\n"]
+    namespace = globals()
+    examples = [doctest.Example(block, "") for block in reversed(blocks)]
+    captured = callers._first_apply_call(Scale, lambda: callers._run_examples(examples, namespace, math.inf), namespace)
+    assert captured[0].tensor.shape == (2, 3) and captured[1] == 5.0

@@ -1,6 +1,6 @@
 """``--dynamic``: inputs that forward's code and errors fix (issue 29, item 5): ranks read off
 ``N, C, H, W = x.shape`` and ``x[:, :, None, :]``, a name's number that forward indexes, an int32
-retry, a zero flag read with ``.item()`` in backward, a sampling grid's last size, a filter's taps;
+retry, a boolean flag set everywhere, a zero flag read with ``.item()`` in backward, a sampling grid's last size, a filter's taps;
 and the reasons for what no guess can be (a callable operator, a nested ``apply`` with an argument
 missing): fixtures/dynamic/coupled_retries.py.
 
@@ -25,6 +25,7 @@ CHECKED = {
     "FilterRows": "taps (1, 1, 4)",  # a guessed constant of three dimensions, as a filter's taps
     "SpanBetween": "low (3, 2, 4)",  # not low=-0.5: forward indexes three of its dimensions
     "MaskedByLength": "lengths (3,) int32",
+    "KeepConverged": "converged mask, all True",  # "where expected condition to be a boolean tensor"
     "StopIfSingular": "singular (1,) without grad = 0",
     "SampleAt": "input (2, 3, 5, 6), grid (2, 4, 3, 2)",
     "SplatOnto": "input (2, 3, 4, 3), grid (2, 4, 3, 2), shape=(5, 6)",
@@ -94,3 +95,11 @@ def test_ranks_dtypes_and_grids_read_from_code_and_errors():
     assert [(slot.name, slot.kind, slot.dtype) for slot in typed] == [
         ("acts", synthesis.FLOAT, "int64"), ("labels", synthesis.INDEX, "int32"), ("act_lens", synthesis.INDEX, "int32")]
     assert not list(synthesis._with_dtypes(parameters, slots, ["forward raised TypeError: unsupported operand"]))
+    boolean = "forward raised RuntimeError: where expected condition to be a boolean tensor, but got a tensor with dtype Double"
+    flags = [synthesis.Slot("x", synthesis.FLOAT), synthesis.Slot("converged", synthesis.FLOAT)]
+    flag_parameters = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in ("x", "converged")]
+    (flagged,) = synthesis._with_dtypes(flag_parameters, flags, [boolean])
+    assert [(slot.name, slot.kind, slot.values) for slot in flagged] == [
+        ("x", synthesis.FLOAT, ()), ("converged", synthesis.MASK, (True,))]
+    # Only a flag's name makes a mask of it: `scale` stays a float, and nothing is retried.
+    assert not list(synthesis._with_dtypes(parameters[:2], slots[:2], [boolean]))

@@ -588,7 +588,10 @@ def sign_estimator(cls: type, analytical: torch.Tensor, numerical: torch.Tensor)
 # A sentence of the class's docstrings that says its gradient differs from the derivative on
 # purpose: "this mismatch is correct by design: the smooth gradient is the appropriate object".
 # ("gradcheck fails ..." alone is not enough: docstrings also say when and why it fails for a bug.)
-_ON_PURPOSE = re.compile(r"\bby design\b|\bintentional\w*|\bon purpose\b|\bdeliberate\w*", re.IGNORECASE)
+# A natural gradient is by definition not the derivative: the gradient preconditioned by the
+# inverse Fisher information (natural gradient descent on a variational distribution).
+_ON_PURPOSE = re.compile(r"\bby design\b|\bintentional\w*|\bon purpose\b|\bdeliberate\w*|\bnatural gradient",
+                         re.IGNORECASE)
 _ABOUT_GRADIENTS = re.compile(r"gradient|derivative|gradcheck|mismatch|backward", re.IGNORECASE)
 
 

@@ -13,18 +13,27 @@ a buffer or a constant does not. The tensors' shapes are the package's own, so a
 backward gives no gradient does not make a finding uncertain (``Candidate.shapes_known``).
 Only the package's modules are searched, never its tests: a test function may train for minutes
 before it reaches ``apply``.
+
+The package's documented examples come first (``example_candidates``): the ``>>>`` lines in the
+docstrings of the class, its ``forward``, the callers above and their modules are run, as doctest
+would, with the same recorder. Their arguments are the authors' own: a solver's residual function,
+a factorization beside its matrix, the mask the function expects.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
+import doctest
 import importlib
+import io
 import inspect
 import itertools
 import math
 import os
 import re
 import sys
+import textwrap
 import time
 from dataclasses import replace
 from typing import Any, Callable, Iterator, Optional
@@ -90,21 +99,31 @@ def capture(cls: type, function: Callable[..., Any], arguments: tuple) -> Option
     """``apply``'s positional arguments at the first call that ``function(*arguments)`` makes;
     None when it raises before, returns without calling it, or passes keywords that forward's
     signature cannot place."""
+    caller_globals = getattr(inspect.unwrap(getattr(function, "__func__", function)), "__globals__", {})
+    return _first_apply_call(cls, lambda: function(*arguments), caller_globals)
+
+
+def _first_apply_call(cls: type, run: Callable[[], Any], caller_globals: dict) -> Optional[tuple]:
+    """What ``run()`` passes to ``apply`` first (``capture``), with the recorder in place of
+    ``apply`` and of the module-level names bound to it while ``run`` runs."""
     seen: list[tuple] = []
 
     def recorder(*args: Any, **kwargs: Any) -> Any:
+        if any(_transformed(value) for value in (*args, *kwargs.values())):
+            # Not a call to keep, and no result to go on with: the caller (the example) fails.
+            raise RuntimeError("apply called under a torch.func transform")
         seen.append(_positional(cls, args, kwargs))
         raise _Captured
 
     original = cls.__dict__.get("apply")
     bound = cls.apply
-    aliases = _aliases(function, cls, bound)
+    aliases = _aliases(caller_globals, cls, bound)
     cls.apply = staticmethod(recorder)  # type: ignore[method-assign]
     for namespace, name in aliases:
         namespace[name] = recorder
     try:
         with torch.enable_grad():
-            function(*arguments)
+            run()
     except _Captured:
         pass
     except Exception:  # noqa: BLE001 - the caller refuses the guess: not a candidate
@@ -119,6 +138,13 @@ def capture(cls: type, function: Callable[..., Any], arguments: tuple) -> Option
     if not seen or seen[0] is None:
         return None
     return tuple(_frozen(value) for value in seen[0])
+
+
+def _transformed(value: Any) -> bool:
+    """A tensor that a ``torch.func`` transform wraps (an example that calls ``apply`` under
+    ``hessian``): outside the transform it has no values of its own to copy."""
+    wrapped = getattr(torch._C._functorch, "is_functorch_wrapped_tensor", None)
+    return isinstance(value, torch.Tensor) and wrapped is not None and bool(wrapped(value))
 
 
 def _positional(cls: type, args: tuple, kwargs: dict) -> Optional[tuple]:
@@ -136,13 +162,14 @@ def _positional(cls: type, args: tuple, kwargs: dict) -> Optional[tuple]:
     return tuple(values) if not kwargs else None
 
 
-def _aliases(function: Callable[..., Any], cls: type, bound: Any) -> list[tuple[dict, str]]:
+def _aliases(caller_globals: dict, cls: type, bound: Any) -> list[tuple[dict, str]]:
     """Module-level names bound to ``apply`` (``_scale = _Scale.apply``) in the caller's module
-    and the class's own (a public function may reach the alias through a helper of another module)."""
-    caller_globals = getattr(inspect.unwrap(getattr(function, "__func__", function)), "__globals__", {})
-    class_module = sys.modules.get(cls.__module__)
-    namespaces = [caller_globals] + ([vars(class_module)] if class_module is not None
-                                     and vars(class_module) is not caller_globals else [])
+    and in the modules of the class's top package (a public function may reach the alias through
+    a helper of another module, an example through the package's re-export)."""
+    top = cls.__module__.partition(".")[0]
+    namespaces = [caller_globals] + [vars(loaded) for name, loaded in list(sys.modules.items())
+                                     if (name == top or name.startswith(top + ".")) and loaded is not None
+                                     and vars(loaded) is not caller_globals]
     return [(namespace, name) for namespace in namespaces for name, value in list(namespace.items())
             if inspect.ismethod(value) and value == bound]
 
@@ -217,38 +244,7 @@ def _callers(cls: type, module: Any, files: list[str]) -> Iterator[tuple[str, Ca
     functions and static methods first, then the methods of ``nn.Module`` classes, on an instance
     built with its defaults and then on instances of its subclasses, then the callers of those
     module-level functions."""
-    functions, methods = [], []
-    package_files = _package_files(module, files)
-    # `Cls.apply(...)` and the calls of a module-level alias (`_noised_topk = _NoisedTopK.apply`).
-    scopes = [(path, scope) for path in package_files for _, scope in apply_calls(path, cls.__name__)]
-    scopes += [(path, scope) for alias in _apply_aliases(getattr(module, "__file__", "") or "", cls.__name__)
-               for _, scope, path in calls_of(alias, package_files)]
-    for path, scope in scopes:
-        if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        owner = getattr(scope, "owner_class", None)
-        if getattr(scope, "module_level", False):
-            functions.append((path, None, scope.name))
-        elif owner is not None:
-            methods.append((path, owner, scope.name))
-    # One level further out: the public functions and modules that call a private helper
-    # (`apply_quad(a, f, fprime)` -> `_apply_spectral(a, f, g_builder, eig, ...)` -> `apply`).
-    # The recorder sits on `apply` itself, so any caller that reaches it is captured.
-    outer = []
-    for helper in dict.fromkeys(name for _, _, name in functions):
-        for _, scope, path in calls_of(helper, _package_files(module, files)):
-            if getattr(scope, "module_level", False):
-                outer.append((path, None, scope.name))
-            elif getattr(scope, "owner_class", None) is not None:
-                outer.append((path, scope.owner_class, scope.name))
-    seen: set[tuple] = set()
-    for path, owner, name in [*functions, *methods, *outer]:
-        if (path, owner, name) in seen or name.startswith("__"):
-            continue
-        seen.add((path, owner, name))
-        caller_module = _module_at(path, module)
-        if caller_module is None:
-            continue
+    for caller_module, owner, name in _caller_sites(cls, module, files):
         if owner is None:
             function = getattr(caller_module, name, None)
             if inspect.isfunction(function) and not inspect.iscoroutinefunction(function):
@@ -266,6 +262,197 @@ def _callers(cls: type, module: Any, files: list[str]) -> Iterator[tuple[str, Ca
             instance = _built(klass)
             if instance is not None:
                 yield f"{klass.__name__}().{name}()", getattr(instance, name)
+
+
+def _caller_sites(cls: type, module: Any, files: list[str]) -> Iterator[tuple[Any, Optional[str], str]]:
+    """(module, owner class name or None, function name) of each function of the package that
+    calls ``cls.apply``, in ``_callers``' order; the modules are loaded ones."""
+    functions, methods = [], []
+    package_files = _package_files(module, files)
+    # `Cls.apply(...)` and the calls of a module-level alias (`_noised_topk = _NoisedTopK.apply`).
+    scopes = [(path, scope) for path in package_files for _, scope in apply_calls(path, cls.__name__)]
+    scopes += [(path, scope) for alias in _apply_aliases(getattr(module, "__file__", "") or "", cls.__name__)
+               for _, scope, path in calls_of(alias, package_files)]
+    for path, scope in scopes:
+        if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        owner = getattr(scope, "owner_class", None)
+        if getattr(scope, "module_level", False):
+            functions.append((path, None, scope.name))
+        elif owner is not None:
+            methods.append((path, owner, scope.name))
+    # One level further out: the public functions and modules that call a private helper
+    # (`apply_quad(a, f, fprime)` -> `_apply_spectral(a, f, g_builder, eig, ...)` -> `apply`).
+    # The recorder sits on `apply` itself, so any caller that reaches it is captured.
+    # So are the functions that build the class whose method calls it (`implicit_root(...)` builds
+    # `_Root(...)` and calls its `solve`).
+    outer = []
+    builders = [owner for _, owner, _ in methods if owner is not None]
+    for helper in dict.fromkeys([*(name for _, _, name in functions), *builders]):
+        for _, scope, path in calls_of(helper, package_files):
+            if getattr(scope, "module_level", False):
+                outer.append((path, None, scope.name))
+            elif getattr(scope, "owner_class", None) is not None:
+                outer.append((path, scope.owner_class, scope.name))
+    seen: set[tuple] = set()
+    for path, owner, name in [*functions, *methods, *outer]:
+        if (path, owner, name) in seen or name.startswith("__"):
+            continue
+        seen.add((path, owner, name))
+        caller_module = _module_at(path, module)
+        if caller_module is not None:
+            yield caller_module, owner, name
+
+
+# --- the package's documented examples ----------------------------------------------------------
+
+MAX_EXAMPLE_DOCSTRINGS = 12
+MAX_EXAMPLES_PER_DOCSTRING = 40  # lines of `>>>` code
+
+
+def example_candidates(cls: type, module: Any, files: list[str], seed: int, deadline: float = math.inf,
+                       large: Optional[list[Candidate]] = None) -> Iterator[Candidate]:
+    """Candidates whose arguments a documented example of the package passes to ``cls.apply``.
+
+    Where the example makes some tensors require grad, its arguments are the authors' own call
+    (source ``call-site``): the others are constants there. Where it makes none require grad (it
+    shows forward only), every float tensor requires grad, as a guess (``synthesized``, and
+    ``Candidate.guessed``: backward's None for one takes its grad away).
+
+    An example's data can be large (a sample of 500 points): gradcheck runs forward twice per
+    element. A candidate with more than ``MAX_EXAMPLE_ELEMENTS`` elements to check goes to
+    ``large`` instead, for the caller to try after the cheaper sources."""
+    for candidate in _example_candidates(cls, module, files, seed, deadline):
+        if large is not None and _elements_checked(candidate) > MAX_EXAMPLE_ELEMENTS:
+            large.append(candidate)
+        else:
+            yield candidate
+
+
+MAX_EXAMPLE_ELEMENTS = 64  # the synthesized inputs' size: a (3, 4) pair, or a (4, 4) matrix and more
+
+
+def _elements_checked(candidate: Candidate) -> int:
+    return sum(value.tensor.numel() for value in candidate.recipe()
+               if isinstance(value, CapturedTensor) and value.requires_grad)
+
+
+def _example_candidates(cls: type, module: Any, files: list[str], seed: int, deadline: float) -> Iterator[Candidate]:
+    layouts: set[tuple] = set()
+    for label, examples, namespace in itertools.islice(_documented_examples(cls, module, files), MAX_EXAMPLE_DOCSTRINGS):
+        if time.monotonic() > deadline:
+            return
+        torch.manual_seed(seed)
+        captured = _first_apply_call(cls, lambda: _run_examples(examples, namespace, deadline), namespace)
+        if captured is None or _layout(captured) in layouts:
+            continue
+        layouts.add(_layout(captured))
+        marked = tuple(index for index, value in enumerate(captured)
+                       if isinstance(value, CapturedTensor) and value.requires_grad)
+        if marked:
+            yield Candidate("call-site", f"the docstring example of {label}", _recipe(captured), shapes_known=True)
+            continue
+        floats = tuple(index for index, value in enumerate(captured) if isinstance(value, CapturedTensor)
+                       and (value.tensor.is_floating_point() or value.tensor.is_complex()))
+        if floats:
+            wanting = tuple(replace(value, requires_grad=True) if index in floats else value
+                            for index, value in enumerate(captured))
+            yield Candidate("synthesized", f"from the docstring example of {label}", _recipe(wanting),
+                            guessed=floats, shapes_known=True)
+
+
+def _documented_examples(cls: type, module: Any, files: list[str]) -> Iterator[tuple[str, list, dict]]:
+    """(label, doctest examples, the namespace they run in: their module's globals) of each
+    docstring that has ``>>>`` lines: the class's and forward's, then each caller's (and its
+    class's), then the modules'. The namespace is read when the examples run (``_run_examples``
+    copies it), after the recorder took the place of ``apply``'s aliases."""
+    parser = doctest.DocTestParser()
+    seen: set[str] = set()
+
+    def found(label: str, owner: Any, namespace: dict) -> Iterator[tuple[str, list, dict]]:
+        # The owner's own docstring: `inspect.getdoc` would fall back on a base's, and
+        # `torch.autograd.Function`'s has examples of its own.
+        text = getattr(owner, "__doc__", None)
+        if not isinstance(text, str) or text in seen or not (">>>" in text or "::" in text or "```" in text):
+            return
+        seen.add(text)
+        text = inspect.cleandoc(text)
+        try:
+            examples = parser.get_examples(text)
+        except ValueError:  # a malformed example (a `>>>` line without its space)
+            examples = []
+        examples = examples or [doctest.Example(block, "") for block in code_blocks(text)]
+        if examples:
+            yield label, examples[:MAX_EXAMPLES_PER_DOCSTRING], namespace
+
+    yield from found(cls.__name__, cls, vars(module))
+    yield from found(f"{cls.__name__}.forward", cls.__dict__.get("forward"), vars(module))
+    modules = [module]
+    for caller_module, owner, name in _caller_sites(cls, module, files):
+        namespace = vars(caller_module)
+        if owner is None:
+            yield from found(f"{name}()", getattr(caller_module, name, None), namespace)
+        else:
+            holder = getattr(caller_module, owner, None)
+            if isinstance(holder, type):
+                yield from found(owner, holder, namespace)
+                yield from found(f"{owner}.{name}()", getattr(holder, name, None), namespace)
+        if all(caller_module is not other for other in modules):
+            modules.append(caller_module)
+    for each in modules:
+        yield from found(f"module {each.__name__}", each, vars(each))
+    # Then the other functions and classes these modules define, in their order: a public function
+    # may reach `apply` through an object it builds, which no name above shows.
+    for each in modules:
+        for name, value in list(vars(each).items()):
+            if (inspect.isfunction(value) or isinstance(value, type)) and getattr(value, "__module__", None) == each.__name__:
+                yield from found(f"{name}()" if inspect.isfunction(value) else name, value, vars(each))
+
+
+# A literal block (`Example::` and the indented lines after it, `.. code-block:: python`) or a
+# Markdown fence (```python ... ```): examples written without `>>>`.
+_LITERAL_START = re.compile(r"::\s*(?:python)?\s*$")
+_FENCE = re.compile(r"^[ \t]*```[ \t]*(?:python|py)?[ \t]*\n(.*?)^[ \t]*```", re.MULTILINE | re.DOTALL)
+
+
+def code_blocks(text: str) -> list[str]:
+    """The code of a docstring's literal blocks and fences that parse as Python (prose after a
+    `::` does not), in their order."""
+    blocks = [match.group(1) for match in _FENCE.finditer(text)]
+    lines = text.splitlines()
+    for number, line in enumerate(lines):
+        if not _LITERAL_START.search(line):
+            continue
+        indent = len(line) - len(line.lstrip())
+        body: list[str] = []
+        for following in lines[number + 1:]:
+            if following.strip() and len(following) - len(following.lstrip()) <= indent:
+                break
+            body.append(following)
+        if any(part.strip() for part in body):
+            blocks.append(textwrap.dedent("\n".join(body)).strip("\n") + "\n")
+    code = []
+    for block in blocks:
+        try:
+            ast.parse(block)
+        except SyntaxError:
+            continue
+        code.append(block)
+    return code
+
+
+def _run_examples(examples: list, namespace: dict, deadline: float) -> None:
+    """Run the examples in order in a copy of ``namespace``, as doctest does (a failing one does not
+    stop the next: it may not need it), without their printed output; until ``apply`` is reached."""
+    scope = dict(namespace)
+    with contextlib.redirect_stdout(io.StringIO()):
+        for example in examples:
+            if time.monotonic() > deadline:
+                return
+            try:
+                exec(compile(example.source, "<docstring example>", "exec"), scope)  # noqa: S102
+            except (Exception, SystemExit):  # noqa: BLE001 - the next example may not need this one
+                continue
 
 
 def _apply_aliases(path: str, class_name: str) -> list[str]:

@@ -101,13 +101,17 @@ def choose_inputs(cls: type, module: Any, call_site_files: list[str], config_exa
                                project_root, numbers)
         # Nothing ran, or only with a backward that raised (or returned a gradient of another shape
         # than the input's: a guessed size that backward does not share), or forward's signature
-        # gave nothing to try (a `str` option): the package's own callers build what no guess can
-        # be (a plan, the calling module, the option); then second tries, led by the errors.
+        # gave nothing to try (a `str` option): the package's documented examples, then its own
+        # callers, build what no guess can be (a plan, the calling module, the option, a residual
+        # function); then second tries, led by the errors.
+        large: list[Candidate] = []  # examples whose gradcheck costs more than a guess's: tried last
+        yield from callers.example_candidates(cls, module, call_site_files, SEED, deadline, large)
         yield from callers.candidates(cls, module, call_site_files, SEED,
                                       lambda recipe: make_inputs_factory(recipe, device), deadline)
         if errors:
             yield from synthesis.retry_candidates(cls, errors, numbers)
             yield from structure.retry_candidates(cls, errors)
+        yield from large
 
     for candidate in candidates():
         attempts += 1
@@ -407,8 +411,8 @@ def _with_unit_quaternion(tensor: torch.Tensor, start: int) -> torch.Tensor:
 
 def materialize(spec: TensorSpec) -> torch.Tensor:
     dtype = getattr(torch, spec.dtype)
-    if spec.dtype == "bool":
-        return torch.rand(spec.shape) > 0.5
+    if spec.dtype == "bool":  # `low` set: every element that value
+        return torch.rand(spec.shape) > 0.5 if spec.low is None else torch.full(spec.shape, bool(spec.low))
     if spec.structure is not None:
         return structure.materialize(spec).to(dtype)
     if spec.is_floating:

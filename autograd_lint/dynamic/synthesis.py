@@ -416,8 +416,10 @@ def _arguments(slots: list[Slot], plan: Plan, values: tuple, low: float, high: f
             arguments.append(TensorSpec(shape, dtype=slot.dtype, low=0, high=max(1, min(base or (3,)))))
             described.append(f"{slot.name} {shape} {slot.dtype}")
         elif slot.kind == MASK:
-            arguments.append(TensorSpec(first_shape or (3, 4), dtype="bool"))
-            described.append(f"{slot.name} mask")
+            # A flag (`converged`) is set: a class may return NaN where it is not, on purpose.
+            filled = slot.values[0] if slot.values else None
+            arguments.append(TensorSpec(first_shape or (3, 4), dtype="bool", low=None if filled is None else float(filled)))
+            described.append(f"{slot.name} mask" if filled is None else f"{slot.name} mask, all {filled}")
         else:
             value = next(value_iter)
             arguments.append(value)
@@ -1074,10 +1076,25 @@ _DTYPE_NAMES = {"Int": "int32", "Long": "int64", "Short": "int16", "Byte": "uint
 _COUNT_NAMES = re.compile(r"(?:^|_)(?:len|lens|length|lengths|counts?|sizes)$")
 
 
+# "where expected condition to be a boolean tensor", "masked_fill_ only supports boolean masks".
+_BOOL_WANTED = re.compile(r"condition to be a boolean tensor|only supports boolean masks|"
+                          r"\bexpected (?:a )?bool(?:ean)? (?:tensor|mask)", re.IGNORECASE)
+# Tensors beside the data that are flags: `converged`, `done`, `is_active`, `valid_mask`.
+_FLAG_NAMES = re.compile(r"(?:^|_)(?:mask|masks|converged|done|finished|valid|active|flags?)$|^(?:is|has)_")
+
+
 def _with_dtypes(parameters: list[inspect.Parameter], slots: list[Slot], errors: list[str]) -> Iterator[list[Slot]]:
     """The slots with the integer tensors an error asks another dtype of: the index tensors, and
     the tensors guessed as floats that the error names or that are named like lengths, all of
-    them in the dtype asked (one error names the first input it checks; the others follow)."""
+    them in the dtype asked (one error names the first input it checks; the others follow).
+    Where an error asks for a boolean tensor, the guessed float tensors named like flags are masks."""
+    if any(_BOOL_WANTED.search(error) for error in errors):
+        flagged = [replace(slot, kind=MASK, rank=None, min_rank=None, values=(True,))
+                   if slot.kind == FLOAT and _FLAG_NAMES.search(slot.name.lower())
+                   else slot for slot in slots]
+        if flagged != slots and any(slot.kind == FLOAT for slot in flagged):
+            yield flagged
+            return
     for error in errors:
         match = _DTYPE_WANTED.search(error)
         if match is None:
