@@ -981,6 +981,18 @@ def test_the_packages_docstring_examples_build_what_no_guess_can(fixture_run):
                 and f["function_class"] != "ImplicitRootWrong"]
 
 
+def test_a_failure_within_forwards_precision_or_an_eigenvector_phase_is_a_warning(fixture_run):
+    # fixtures/dynamic/precision_limits.py: float32 values in a float64 output, a slope kept in 8
+    # fractional bits (both pass gradcheck at 2% with wide steps), raw eigenvectors of `eig`.
+    _, findings, _ = fixture_run
+    failed = runtime(findings, "precision_limits.py", "AGL901")
+    assert {name: failed[name]["severity"] for name in failed} == {
+        "RoundedInside": "warning", "QuantizedSlope": "warning", "Eigenvectors": "warning", "RoundedInsideWrong": "error"}
+    assert "(within 2%: gradcheck passes with steps of 0.001 and a 2% tolerance" in failed["RoundedInside"]["message"]
+    assert "within 2%" not in failed["RoundedInsideWrong"]["message"]  # a wrong factor misses at 2% too
+    assert "forward calls `eig`, whose eigenvectors are defined up to a phase" in failed["Eigenvectors"]["message"]
+
+
 def test_a_mismatch_the_class_documents_is_a_warning_that_quotes_it(fixture_run):
     _, findings, _ = fixture_run
     failed = runtime(findings, "documented_mismatch.py", "AGL901")

@@ -156,6 +156,16 @@ def calls_symmetric_solver(cls: Any) -> bool:
         for node in ast.walk(function))
 
 
+def calls_general_eigensolver(cls: Any) -> bool:
+    """Whether forward calls ``eig`` itself (``torch.linalg.eig``, ``numpy.linalg.eig``): the
+    eigenvectors of a general matrix are defined up to a complex phase each, and their gradient
+    only through functions that do not depend on it (torch's own ``linalg.eig`` says so), so
+    gradcheck of raw eigenvector outputs fails for a correct backward."""
+    function = forward_function(cls)
+    return function is not None and any(
+        isinstance(node, ast.Call) and last_name(node.func) == "eig" for node in ast.walk(function))
+
+
 def retry_candidates(cls: type, errors: list[str]) -> Iterator[Candidate]:
     """Second tries when forward refused every guess with an error about a matrix's structure:
     each float parameter in turn (named ones first) gets the structure the error asks for."""
