@@ -71,8 +71,9 @@ PRECISE = Tolerances(EPS, ATOL, RTOL)
 # they are not, and a wrong formula still misses by far more than 1e-2.
 FLOAT32 = Tolerances(1e-3, 1e-3, 1e-2)
 # Where gradcheck fails at PRECISE, a second look with wide steps and 2% tolerance: a forward that
-# rounds inside (float32 values in a float64 tensor, a derivative kept in 8 bits) passes it, and a
-# wrong formula (a factor, a sign, a missing term, a transpose) still misses by far more.
+# rounds inside (float32 values in a float64 tensor), a derivative kept in 8 bits or stopped by the
+# value's convergence test passes it, and a wrong formula (a factor, a sign, a missing term, a
+# transpose) still misses by far more.
 COARSE = Tolerances(1e-3, 5e-3, 2e-2)
 
 
@@ -529,8 +530,9 @@ def _gradcheck_outcome(cls: type, make_inputs: Callable[[], tuple], names: list[
     if outcome.message and tolerances is PRECISE and _passes_coarse(function, make_inputs):
         outcome.within_coarse = True
         outcome.message += (f" (within {COARSE.rtol:.0%}: gradcheck passes with steps of {COARSE.eps:g} and a "
-                            f"{COARSE.rtol:.0%} tolerance, so this may be forward's own precision, values rounded "
-                            "inside it or a derivative kept in fewer bits, rather than a wrong formula)")
+                            f"{COARSE.rtol:.0%} tolerance, so this may be a precision limit, values rounded inside "
+                            "forward or a derivative computed or stored less precisely, rather than a wrong "
+                            "formula)")
     return outcome
 
 
