@@ -163,6 +163,7 @@ def test_literal_blocks_and_fences_are_examples_too_and_prose_is_not():
             "```python\nscale(torch.ones(4), 6.0)\n```\n")
     blocks = callers.code_blocks(text)
     assert blocks == ["scale(torch.ones(4), 6.0)\n", "x = torch.ones(2, 3)\ny = scale(x, 5.0)\n"]
+    assert callers.code_blocks("Example::\n\n    x = 1\x00\n") == []  # a NUL: no code (and no crash)
     namespace = globals()
     examples = [doctest.Example(block, "") for block in reversed(blocks)]
     captured = callers._first_apply_call(Scale, lambda: callers._run_examples(examples, namespace, math.inf), namespace)

@@ -363,9 +363,10 @@ def _example_candidates(cls: type, module: Any, files: list[str], seed: int, dea
 
 def _documented_examples(cls: type, module: Any, files: list[str]) -> Iterator[tuple[str, list, dict]]:
     """(label, doctest examples, the namespace they run in: their module's globals) of each
-    docstring that has ``>>>`` lines: the class's and forward's, then each caller's (and its
-    class's), then the modules'. The namespace is read when the examples run (``_run_examples``
-    copies it), after the recorder took the place of ``apply``'s aliases."""
+    docstring that has examples (``>>>`` lines, else code blocks: ``code_blocks``): the class's
+    and forward's, then each caller's (and its class's), then the modules', then the other
+    functions' and classes' of those modules. The namespace is read when the examples run
+    (``_run_examples`` copies it), after the recorder took the place of ``apply``'s aliases."""
     parser = doctest.DocTestParser()
     seen: set[str] = set()
 
@@ -416,8 +417,8 @@ _FENCE = re.compile(r"^[ \t]*```[ \t]*(?:python|py)?[ \t]*\n(.*?)^[ \t]*```", re
 
 
 def code_blocks(text: str) -> list[str]:
-    """The code of a docstring's literal blocks and fences that parse as Python (prose after a
-    `::` does not), in their order."""
+    """The code of a docstring's fences, then of its literal blocks, that parses as Python (prose
+    after a `::` does not)."""
     blocks = [match.group(1) for match in _FENCE.finditer(text)]
     lines = text.splitlines()
     for number, line in enumerate(lines):
@@ -435,7 +436,7 @@ def code_blocks(text: str) -> list[str]:
     for block in blocks:
         try:
             ast.parse(block)
-        except SyntaxError:
+        except (SyntaxError, ValueError):  # ValueError: a NUL character in the text
             continue
         code.append(block)
     return code
