@@ -513,11 +513,7 @@ def _gradcheck_outcome(cls: type, make_inputs: Callable[[], tuple], names: list[
         return GradcheckOutcome(skip=f"forward returns {value} at output {output} element {element} on these "
                                      "inputs (outside its domain?), so finite differences are meaningless")
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            passed = torch.autograd.gradcheck(*over_tensors(function, make_inputs()), eps=tolerances.eps,
-                                              atol=tolerances.atol, rtol=tolerances.rtol, fast_mode=False,
-                                              raise_exception=False)
+        passed = _gradcheck_at(function, make_inputs, tolerances)
     except Exception as error:  # backward (or forward under perturbation) raised
         if RUNS_ONCE in str(error):
             return _judged_once_per_forward(cls, function, make_inputs, names, tolerances)
@@ -536,13 +532,18 @@ def _gradcheck_outcome(cls: type, make_inputs: Callable[[], tuple], names: list[
     return outcome
 
 
+def _gradcheck_at(function: Callable[..., Any], make_inputs: Callable[[], tuple], tolerances: Tolerances) -> bool:
+    """gradcheck's verdict at ``tolerances`` (it raises what backward, or forward under a step, raises)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return bool(torch.autograd.gradcheck(*over_tensors(function, make_inputs()), eps=tolerances.eps,
+                                             atol=tolerances.atol, rtol=tolerances.rtol, fast_mode=False,
+                                             raise_exception=False))
+
+
 def _passes_coarse(function: Callable[..., Any], make_inputs: Callable[[], tuple]) -> bool:
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return bool(torch.autograd.gradcheck(*over_tensors(function, make_inputs()), eps=COARSE.eps,
-                                                 atol=COARSE.atol, rtol=COARSE.rtol, fast_mode=False,
-                                                 raise_exception=False))
+        return _gradcheck_at(function, make_inputs, COARSE)
     except Exception:  # noqa: BLE001 - a step this wide may leave forward's domain: no second look
         return False
 

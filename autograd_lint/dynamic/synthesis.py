@@ -1087,7 +1087,7 @@ def _with_dtypes(parameters: list[inspect.Parameter], slots: list[Slot], errors:
     """The slots with the integer tensors an error asks another dtype of: the index tensors, and
     the tensors guessed as floats that the error names or that are named like lengths, all of
     them in the dtype asked (one error names the first input it checks; the others follow).
-    Where an error asks for a boolean tensor, the guessed float tensors named like flags are masks."""
+    Where an error asks for a boolean tensor, the float tensors named like flags are masks set everywhere."""
     if any(_BOOL_WANTED.search(error) for error in errors):
         flagged = [replace(slot, kind=MASK, rank=None, min_rank=None, values=(True,))
                    if slot.kind == FLOAT and _FLAG_NAMES.search(slot.name.lower())
