@@ -65,6 +65,18 @@ an environment of their own (bench/dynamic-blind10-constraints.txt, torch pinned
         spaic qste pytorchcv quanto dtw-loss-functions exact-event-adjoint tracetorch umnn torch-conv-gradfix \
         solwa diffapqp dagua freegrad linformer routing-transformer photokan srkan pytorch-optimizer
     PYTHONPATH=. /tmp/venv-blind10/bin/python bench/dynamic_ecosystem.py run --batch blind10 --out /tmp/blind10-now
+
+`--batch blind11` selects the eleventh blind batch (issue 29's measure, again): twenty-eight more pure-PyTorch
+packages, in an environment of their own (bench/dynamic-blind11-constraints.txt, torch pinned). deel-torchlip installs
+as the package `deel`, torch-diffsim as `diffsim`, torch-sim-atomistic as `torch_sim`, quatnet as `QuatNet`::
+
+    python3 -m venv /tmp/venv-blind11
+    /tmp/venv-blind11/bin/pip install -e . torch==2.13.0 -c bench/dynamic-blind11-constraints.txt \
+        DominantSparseEigenAD bioiot deel-torchlip koopman mrphy multi-quantization pygmtools pyqtorch qmctorch \
+        tesseract-torch torch-diffsim torch-quant torchdde torchgdm activations-plus dalib lie-transformer-pytorch \
+        micronet se3-transformer-pytorch flowcon pytorch-kinematics torch-sim-atomistic bitnet-v3 quatnet jevloss \
+        torch-dimensions torch-vn-algebra torchsim
+    PYTHONPATH=. /tmp/venv-blind11/bin/python bench/dynamic_ecosystem.py run --batch blind11 --out /tmp/blind11-now
 """
 
 from __future__ import annotations
@@ -101,7 +113,17 @@ BLIND9 = ("tad_mctc", "ptranking", "autolrp", "omnibias", "dcb", "astrohebbian",
 BLIND10 = ("spaic", "qste", "pytorchcv", "quanto", "dtw_loss_functions", "exact_event_adjoint", "tracetorch", "UMNN",
            "torch_conv_gradfix", "solwa", "lao", "dagua", "freegrad", "linformer", "routing_transformer",
            "photokan", "srkan", "pytorch_optimizer")
-BATCHES = {"ecosystem": PACKAGES, "blind7": BLIND7, "blind8": BLIND8, "blind9": BLIND9, "blind10": BLIND10}
+# Import names of the eleventh blind batch (issue 29's measure, bench/dynamic-findings.md): pure-PyTorch packages
+# that no earlier batch used, their directories under site-packages (`deel` is deel-torchlip's, `diffsim`
+# torch-diffsim's, `torch_sim` torch-sim-atomistic's, `QuatNet` quatnet's); run once, blind, at the commit the
+# findings name.
+BLIND11 = ("torchgdm", "torch_dimensions", "torchsim", "micronet", "bitnet_v3", "DominantSparseEigenAD",
+           "torch_vn_algebra", "mrphy", "pygmtools", "pyqtorch", "diffsim", "torch_quant", "torchdde",
+           "activations_plus", "bioiot", "deel", "koopman", "multi_quantization", "qmctorch", "tesseract_torch",
+           "dalib", "lie_transformer_pytorch", "se3_transformer_pytorch", "flowcon", "pytorch_kinematics", "torch_sim",
+           "QuatNet", "jevloss")
+BATCHES = {"ecosystem": PACKAGES, "blind7": BLIND7, "blind8": BLIND8, "blind9": BLIND9, "blind10": BLIND10,
+           "blind11": BLIND11}
 
 
 def run(args: argparse.Namespace) -> int:
