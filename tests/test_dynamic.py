@@ -250,7 +250,25 @@ def test_raw_backward_results_are_checked(fixture_run):
     assert wrong["TooFewGrads"]["message"] == "TooFewGrads: backward returned 1 value for 2 inputs"
     assert "is float32, the input float64" in wrong["Float32Grad"]["message"]
     assert "Dropout" not in runtime(findings, "raw_backward.py", "AGL901")
-    assert any("not deterministic" in reason for reason in function(report, "Dropout")["skipped"])
+    # A random forward is checked with its draws fixed (reseeding.py), and passes.
+    dropout = function(report, "Dropout")
+    assert "gradcheck" in dropout["ran"] and dropout["skipped"][0].startswith("forward draws random numbers")
+
+
+def test_random_forwards_are_checked_with_their_draws_fixed(fixture_run):
+    _, findings, report = fixture_run
+    assert set(runtime(findings, "random_forward.py", "AGL901")) == {"InvertedDropoutUnscaled"}
+    assert "with its draws fixed, by reseeding" in runtime(findings, "random_forward.py", "AGL901")[
+        "InvertedDropoutUnscaled"]["message"]
+    assert function(report, "StochasticRound")["runtime_findings"] == ["AGL908"]  # info, opt-in: report only
+    for name in ("InvertedDropout", "InvertedDropoutUnscaled", "StochasticRound"):
+        entry = function(report, name)
+        assert entry["status"] == "checked" and "gradcheck" in entry["ran"], entry
+    noisy = function(report, "NoisyBackward")
+    assert noisy["status"] == "partly-checked" and "gradcheck" not in noisy["ran"]
+    assert noisy["skipped"] == ["gradcheck: backward draws random numbers of its own (two backward calls on one "
+                                "forward gave different gradients, with forward's draws fixed): there is no fixed "
+                                "function to compare it with"]
 
 
 def test_a_backward_that_assumes_a_contiguous_gradient_fails_agl905_and_passes_gradcheck(fixture_run):
@@ -489,7 +507,7 @@ def test_undefined_gradients_are_caught_where_gradcheck_cannot_run(fixture_run):
     message = failed["NoisySplit"]["message"]
     assert "backward raised TypeError: unsupported operand type(s) for +: 'Tensor' and 'NoneType' when only " \
            "output 0 is used: the gradient of output 1 is None" in message
-    assert any("not deterministic" in reason for reason in function(report, "NoisySplit")["skipped"])
+    assert "gradcheck" not in function(report, "NoisySplit")["ran"]
     # Where AGL306 sees the bug and is confirmed, AGL907 is merged into it, and gradcheck (which
     # would fail with the same bare TypeError) is not run on top.
     static = [f for f in findings if f["path"].endswith("undefined_grads.py") and f["code"] == "AGL306"

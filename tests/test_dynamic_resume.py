@@ -78,7 +78,25 @@ def test_a_module_that_hangs_on_import_is_timed_out_as_a_whole(middle_run):
     reason = f"timed out after {LIMIT} s"
     assert [(entry["function_class"], entry["status"], entry["reason"]) for entry in report["functions"]
             if entry["path"].endswith("hangs.py")] == [("NeverChecked", "timed-out", reason)]
-    assert f"warning: --dynamic: {DYNAMIC}/hangs.py:8: NeverChecked: not checked: {reason}\n" in result.stderr
+    assert f"warning: --dynamic: {DYNAMIC}/hangs.py:14: NeverChecked: not checked: {reason}\n" in result.stderr
+
+
+def _running_with(marker: str) -> list[str]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and marker.encode() in (entry / "cmdline").read_bytes():
+                found.append(entry.name)
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_what_a_hung_module_started_is_stopped_with_it(middle_run):
+    """hangs.py starts a process in a process group of its own before it hangs (as ninja runs a
+    compiler): the timeout kills the child's whole session, that process included."""
+    assert _running_with("autograd-lint-fixture-build-tool") == []
 
 
 def test_one_interpreter_per_module_resumes_after_a_hang_too(tmp_path):

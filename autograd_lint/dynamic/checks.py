@@ -25,8 +25,9 @@
   when it fails, gradcheck (whose own undefined-gradient test would fail the same way) is skipped.
 - AGL906 (autocast_check.py): forward under CPU autocast (bfloat16), backward after it.
 These two need neither a deterministic forward nor gradcheck, so they run first.
-A forward that gives different outputs for the same inputs (dropout) is not gradchecked at all:
-finite differences of a random function are noise.
+A forward that gives different outputs for the same inputs (dropout) is checked with the random
+generators reseeded before each forward call (``reseeding``), when that makes forward and backward
+repeatable; otherwise it is not gradchecked at all: finite differences of a random function are noise.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from typing import Any, Callable, NamedTuple, Optional
 import torch
 from torch.autograd.gradcheck import GradcheckError
 
-from autograd_lint.dynamic import by_design, structure
+from autograd_lint.dynamic import by_design, reseeding, structure
 from autograd_lint.dynamic.autocast_check import autocast_failure
 from autograd_lint.dynamic.inputs import flatten_outputs, has_derivative  # noqa: F401 (re-exported)
 from autograd_lint.dynamic.layouts import NotReplayable, layout_differences
@@ -148,11 +149,36 @@ def run_checks(cls: type, make_inputs: Callable[[], tuple], names: list[str],
     Grad mode is switched on for the checks: a module that runs ``torch.set_grad_enabled(False)``
     at import would otherwise make gradcheck compare against nothing (a false AGL901)."""
     with torch.enable_grad():
-        return _run_checks(cls, make_inputs, names, guessed_backward_error)
+        randomness = _randomness(cls, make_inputs)
+        if randomness == "forward":
+            with reseeding.reseeded_forward(cls):
+                report = _run_checks(cls, make_inputs, names, guessed_backward_error)
+            report.skipped.insert(0, reseeding.NOTE)
+            for finding in report.findings:
+                if finding.code in ("AGL901", "AGL902"):
+                    finding.message += f" ({reseeding.FINDING_NOTE})"
+            return report
+        return _run_checks(cls, make_inputs, names, guessed_backward_error,
+                           unrepeatable=reseeding.BACKWARD_DRAWS if randomness == "backward" else "")
+
+
+def _randomness(cls: type, make_inputs: Callable[[], tuple]) -> str:
+    """"forward": forward draws random numbers, and with them fixed by reseeding (reseeding.py)
+    forward and backward are repeatable; "backward": backward draws numbers of its own; "": forward
+    is repeatable as it is, or nothing can be told (the plain path reports what it raises)."""
+    try:
+        if is_repeatable(cls, make_inputs):
+            return ""
+        with reseeding.reseeded_forward(cls):
+            if not is_repeatable(cls, make_inputs):
+                return ""
+            return "forward" if reseeding.backward_is_repeatable(cls, make_inputs, flatten_outputs) else "backward"
+    except Exception:  # noqa: BLE001 - user code
+        return ""
 
 
 def _run_checks(cls: type, make_inputs: Callable[[], tuple], names: list[str],
-                guessed_backward_error: str) -> CheckReport:
+                guessed_backward_error: str, unrepeatable: str = "") -> CheckReport:
     report = CheckReport()
     if not has_differentiable_output(cls, make_inputs):
         report.skipped.append("all checks: forward returns no differentiable output (backward is never called)")
@@ -168,8 +194,9 @@ def _run_checks(cls: type, make_inputs: Callable[[], tuple], names: list[str],
         if autocast:
             report.findings.append(RuntimeFinding("AGL906", autocast.message,
                                                   level="error" if autocast.declares_autocast else "warning"))
-    if not is_repeatable(cls, make_inputs):
-        report.skipped.append("gradcheck: forward is not deterministic (the same inputs gave different "
+    if unrepeatable or not is_repeatable(cls, make_inputs):
+        report.skipped.append(f"gradcheck: {unrepeatable}" if unrepeatable else
+                              "gradcheck: forward is not deterministic (the same inputs gave different "
                               "outputs: randomness, or inputs changed in place)")
         return report
     raw_problems, blocking = raw_backward_problems(cls, make_inputs, names)
