@@ -603,18 +603,20 @@ def test_the_fork_server_gives_the_same_answers_as_one_interpreter_per_module(fi
 def test_parameters_that_are_not_tensors_get_second_tries_from_forwards_errors(fixture_run):
     """A parameter named like a size is a tuple of ints, the first tensor's shape; one named like a
     callable (`fn`, `act_fn`) gets a small callable; a size with no such name, guessed as a tensor
-    ("must be tuple of ints, not Tensor"), is retried as a tuple of ints."""
+    ("must be tuple of ints, not Tensor"), is retried as a tuple of ints; parameters that forward
+    unpacks into a call (`*args`, `**kwargs`) are an empty tuple and an empty dict."""
     _, findings, report = fixture_run
     details = {name: function(report, name)["inputs"]["detail"] for name in
-               ("ReshapeTo", "AddFloor", "ApplyThen", "SoftenThen", "ScaleBy")}
+               ("ReshapeTo", "AddFloor", "ApplyThen", "SoftenThen", "ScaleBy", "ApplyOp")}
     assert details == {
         "ReshapeTo": "same (3, 4): x (3, 4), shape=(3, 4)",
         "AddFloor": "same (3, 4): x (3, 4), noise_shape=(3, 4)",
         "ApplyThen": "same (3, 4): x (3, 4), fn=identity",
         "SoftenThen": "same (3, 4): x (3, 4), act_fn=identity",
         "ScaleBy": "same (3, 4): x (3, 4), factors=(3, 4)",
+        "ApplyOp": "same (3, 4): x (3, 4), op=identity, args=(), kwargs={}",  # op(x, *args, **kwargs)
     }
-    for name in ("ReshapeTo", "AddFloor", "SoftenThen", "ScaleBy"):
+    for name in ("ReshapeTo", "AddFloor", "SoftenThen", "ScaleBy", "ApplyOp"):
         assert {"gradcheck", "gradgradcheck"} <= set(function(report, name)["ran"]), name
     assert [f["function_class"] for f in findings if f["path"].endswith("non_tensor_arguments.py")] == ["ApplyThen"]
     wrong = runtime(findings, "non_tensor_arguments.py", "AGL901")

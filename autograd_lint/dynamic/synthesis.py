@@ -335,6 +335,7 @@ def code_slots(owner: Any, parameters: list[inspect.Parameter],
         elif slot.kind == "value":  # the user's own number first, then the name's guess
             slots[position] = replace(slot, values=(value, *[other for other in slot.values if other != value]),
                                       from_name=False)
+    slots = unpacked_in_calls(owner, slots)
     return stated_last_sizes(owner, stated_domains(owner, read_ranks(owner, _values_used_as_tensors(owner, slots))))
 
 
@@ -963,6 +964,29 @@ def forward_function(cls: type) -> Optional[ast.FunctionDef]:
     except SyntaxError:
         return None
     return next((node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)), None)
+
+
+def unpacked_in_calls(cls: type, slots: list[Slot]) -> list[Slot]:
+    """Guessed tensors that forward unpacks into a call, ``op(x, *args, **kwargs)`` with ``args``
+    and ``kwargs`` ordinary parameters (the caller passes the op's extra arguments along): an
+    empty tuple for ``*args``, an empty dict for ``**kwargs``, where a tensor raises ("argument
+    after ** must be a mapping")."""
+    guessed = {slot.name for slot in slots if slot.kind == FLOAT and slot.guessed}
+    function = forward_function(cls) if guessed else None
+    if function is None:
+        return slots
+    empty: dict[str, Any] = {}
+    for node in ast.walk(function):
+        if not isinstance(node, ast.Call):
+            continue
+        for argument in node.args:
+            if isinstance(argument, ast.Starred) and isinstance(argument.value, ast.Name) \
+                    and argument.value.id in guessed:
+                empty.setdefault(argument.value.id, ())
+        for keyword in node.keywords:
+            if keyword.arg is None and isinstance(keyword.value, ast.Name) and keyword.value.id in guessed:
+                empty.setdefault(keyword.value.id, {})
+    return [Slot(slot.name, "value", (empty[slot.name],)) if slot.name in empty else slot for slot in slots]
 
 
 def _shape_read(node: ast.AST) -> Optional[str]:
