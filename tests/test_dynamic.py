@@ -229,7 +229,9 @@ def test_synthesis_tries_index_columns_masks_and_leaving_optional_tensors_out(fi
     assert gather["inputs"]["shapes"] == "(3, 4), (3, 1) int64, (3, 4) bool"
     segments = function(report, "SegmentSum")
     assert segments["inputs"]["shapes"] == "(3, 4), None"
-    for entry in (gather, segments):
+    gram = function(report, "BatchedGram")  # `batch, rows, cols = x.size()`, then `assert rows == cols`
+    assert gram["inputs"]["shapes"] == "(3, 4, 4)"
+    for entry in (gather, segments, gram):
         assert {"gradcheck", "gradgradcheck"} <= set(entry["ran"])
     assert not [f for f in findings if f["path"].endswith("guessed_shapes.py") and f["code"].startswith("AGL9")]
 
@@ -607,7 +609,7 @@ def test_parameters_that_are_not_tensors_get_second_tries_from_forwards_errors(f
     unpacks into a call (`*args`, `**kwargs`) are an empty tuple and an empty dict."""
     _, findings, report = fixture_run
     details = {name: function(report, name)["inputs"]["detail"] for name in
-               ("ReshapeTo", "AddFloor", "ApplyThen", "SoftenThen", "ScaleBy", "ApplyOp")}
+               ("ReshapeTo", "AddFloor", "ApplyThen", "SoftenThen", "ScaleBy", "ApplyOp", "ReversibleCouple")}
     assert details == {
         "ReshapeTo": "same (3, 4): x (3, 4), shape=(3, 4)",
         "AddFloor": "same (3, 4): x (3, 4), noise_shape=(3, 4)",
@@ -615,7 +617,9 @@ def test_parameters_that_are_not_tensors_get_second_tries_from_forwards_errors(f
         "SoftenThen": "same (3, 4): x (3, 4), act_fn=identity",
         "ScaleBy": "same (3, 4): x (3, 4), factors=(3, 4)",
         "ApplyOp": "same (3, 4): x (3, 4), op=identity, args=(), kwargs={}",  # op(x, *args, **kwargs)
+        "ReversibleCouple": "same (3, 4): x (3, 4), fm=identity, gm=identity",  # forward calls both; no *params
     }
+    assert "gradcheck" in function(report, "ReversibleCouple")["ran"]
     for name in ("ReshapeTo", "AddFloor", "SoftenThen", "ScaleBy", "ApplyOp"):
         assert {"gradcheck", "gradgradcheck"} <= set(function(report, name)["ran"]), name
     assert [f["function_class"] for f in findings if f["path"].endswith("non_tensor_arguments.py")] == ["ApplyThen"]

@@ -172,7 +172,8 @@ def _randomness(cls: type, make_inputs: Callable[[], tuple]) -> str:
         with reseeding.reseeded_forward(cls):
             if not is_repeatable(cls, make_inputs):
                 return ""
-            return "forward" if reseeding.backward_is_repeatable(cls, make_inputs, flatten_outputs) else "backward"
+            repeatable = reseeding.backward_is_repeatable(cls, make_inputs, flatten_outputs)
+            return "" if repeatable is None else "forward" if repeatable else "backward"
     except Exception:  # noqa: BLE001 - user code
         return ""
 

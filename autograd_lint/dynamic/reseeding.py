@@ -19,7 +19,7 @@ import functools
 import random
 import sys
 from contextlib import contextmanager
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Optional
 
 import torch
 
@@ -82,22 +82,23 @@ def _restore(states: tuple) -> None:
         numpy.random.set_state(numpy_state)
 
 
-def backward_is_repeatable(cls: type, make_inputs: Callable[[], tuple], flatten_outputs: Callable) -> bool:
+def backward_is_repeatable(cls: type, make_inputs: Callable[[], tuple], flatten_outputs: Callable) -> Optional[bool]:
     """Backward twice on one forward, with the same output gradients: the same input gradients?
-    False also when it cannot be told (backward raises on a retained graph, nothing to compare)."""
+    None when it cannot be told (backward raises, or cannot run twice on one graph; nothing to
+    compare)."""
     inputs = make_inputs()
     wanted = [value for value in inputs if isinstance(value, torch.Tensor) and value.requires_grad]
     try:
         outputs = [value for value in flatten_outputs(cls.apply(*inputs))
                    if isinstance(value, torch.Tensor) and value.requires_grad]
         if not wanted or not outputs:
-            return False
+            return None
         seeds = [torch.linspace(-1.0, 1.0, value.numel(), dtype=value.dtype, device=value.device).reshape(value.shape)
                  for value in outputs]
         first = torch.autograd.grad(outputs, wanted, seeds, retain_graph=True, allow_unused=True)
         second = torch.autograd.grad(outputs, wanted, seeds, allow_unused=True)
     except Exception:  # noqa: BLE001 - user code: any failure means "cannot tell"
-        return False
+        return None
     for a, b in zip(first, second):
         if (a is None) != (b is None):
             return False

@@ -335,7 +335,7 @@ def code_slots(owner: Any, parameters: list[inspect.Parameter],
         elif slot.kind == "value":  # the user's own number first, then the name's guess
             slots[position] = replace(slot, values=(value, *[other for other in slot.values if other != value]),
                                       from_name=False)
-    slots = unpacked_in_calls(owner, slots)
+    slots = called_in_forward(owner, unpacked_in_calls(owner, slots))
     return stated_last_sizes(owner, stated_domains(owner, read_ranks(owner, _values_used_as_tensors(owner, slots))))
 
 
@@ -385,10 +385,11 @@ def _arguments(slots: list[Slot], plan: Plan, values: tuple, low: float, high: f
                 shape = slot.shape
             else:
                 shape = plan.shape_of(float_index, slot.name)
+                square = len(shape) >= 2 and shape[-1] == shape[-2]  # a square plan stays square
                 if slot.rank is not None and len(shape) != slot.rank:
-                    shape = ranked_shape(slot.rank)
+                    shape = ranked_shape(slot.rank, square)
                 elif slot.min_rank is not None and len(shape) < slot.min_rank:
-                    shape = ranked_shape(slot.min_rank)
+                    shape = ranked_shape(slot.min_rank, square)
                 if slot.last is not None:
                     shape = (*shape[:-1], slot.last) if shape else (slot.last,)
                 first_shape = shape if first_shape is None else first_shape
@@ -442,10 +443,18 @@ MAX_RETRIED_SLOTS = 4
 
 
 class _Identity:
-    """The small callable tried for a parameter that forward calls (shown as ``identity``)."""
+    """The small callable tried for a parameter that forward calls (shown as ``identity``). It
+    answers as a parameterless module does too (``f.forward(x)``, ``f.parameters()``), since
+    what forward calls is often a module (a reversible block's halves)."""
 
     def __call__(self, *arguments: Any, **keywords: Any) -> Any:
         return arguments[0] if arguments else None
+
+    def forward(self, *arguments: Any, **keywords: Any) -> Any:
+        return self(*arguments, **keywords)
+
+    def parameters(self, recurse: bool = True) -> Iterator[Any]:
+        return iter(())
 
     def __repr__(self) -> str:
         return "identity"
@@ -953,9 +962,12 @@ def plain_value_hints(cls: type) -> dict[str, tuple[Any, ...]]:
 _RANKED = {1: (4,), 2: (2, 4), 3: (3, 2, 4), 4: (2, 3, 2, 4)}
 
 
-def ranked_shape(rank: int) -> tuple[int, ...]:
-    """A shape of ``rank`` dimensions for a tensor whose rank forward's code fixes."""
-    return _RANKED.get(rank) or (2,) * (rank - 4) + _RANKED[4]
+def ranked_shape(rank: int, square: bool = False) -> tuple[int, ...]:
+    """A shape of ``rank`` dimensions for a tensor whose rank forward's code fixes; ``square``:
+    its last two sizes equal, for a square plan (``batch, rows, cols = x.size()`` and then
+    ``assert rows == cols``, a matrix square root)."""
+    shape = _RANKED.get(rank) or (2,) * (rank - 4) + _RANKED[4]
+    return (*shape[:-2], shape[-1], shape[-1]) if square and rank >= 2 else shape
 
 
 def forward_function(cls: type) -> Optional[ast.FunctionDef]:
@@ -964,6 +976,19 @@ def forward_function(cls: type) -> Optional[ast.FunctionDef]:
     except SyntaxError:
         return None
     return next((node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)), None)
+
+
+def called_in_forward(cls: type, slots: list[Slot]) -> list[Slot]:
+    """Guessed tensors that forward calls by name (``y1 = x1 + fm(x2)``): the stand-in callable,
+    not a tensor that would raise "'Tensor' object is not callable". Each such parameter at once:
+    the second tries change one slot at a time, and two halves of a reversible block need both."""
+    guessed = {slot.name for slot in slots if slot.kind == FLOAT and slot.guessed}
+    function = forward_function(cls) if guessed else None
+    if function is None:
+        return slots
+    called = {node.func.id for node in ast.walk(function)
+              if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in guessed}
+    return [Slot(slot.name, "value", (_identity,)) if slot.name in called else slot for slot in slots]
 
 
 def unpacked_in_calls(cls: type, slots: list[Slot]) -> list[Slot]:
@@ -1089,6 +1114,16 @@ def _targeted(parameters: list[inspect.Parameter], slots: list[Slot], errors: li
         yield typed
     for base in ([typed] if typed is not None else []) + [slots]:
         yield from _ranked(base, errors)
+    if any(_WRONG_COUNT.search(error) for error in errors):
+        # `*params` guessed one tensor where backward returns a gradient per parameter of the
+        # modules it is given (none, for the stand-in callable): try none.
+        variadic = [parameter.name for parameter in parameters if parameter.kind == inspect.Parameter.VAR_POSITIONAL]
+        without = [slot for slot in slots if not any(slot.name == f"{name}[0]" for name in variadic)]
+        if len(without) < len(slots) and any(slot.kind == FLOAT for slot in without):
+            yield without
+
+
+_WRONG_COUNT = re.compile(r"returned an incorrect number of gradients")
 
 
 # "labels must be torch.int32", "expected scalar type Int but found Long", "Expected tensor of dtype int32".
