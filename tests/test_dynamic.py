@@ -815,6 +815,11 @@ def test_symmetric_matrix_ops_are_checked_on_structured_inputs(fixture_run):
     spectral = function(report, "SpectralSqrt")
     assert spectral["inputs"]["detail"] == "structured (n=4): h (4, 4) spd" and spectral["runtime_findings"] == []
     wrong = runtime(findings, "symmetric_matrix.py", "AGL901")
+    # Guessed general square matrices: a backward for symmetric ones fails, and is a warning only.
+    square = wrong.pop("BatchSquare")
+    assert square["severity"] == "warning" and "(not certain: gradcheck passes once the guessed square matrix `x` is " \
+        "symmetric, so backward may be derived for symmetric inputs" in square["message"]
+    assert wrong.pop("BatchSquareWrong")["severity"] == "error"  # wrong for symmetric matrices too
     assert set(wrong) == {"BilinearFormWrong", "CholeskyLogDetWrong"}
     assert "input 2 (`y`)" in wrong["BilinearFormWrong"]["message"]
     for finding in wrong.values():
@@ -903,6 +908,8 @@ def test_every_class_the_static_scan_finds_is_in_the_report(fixture_run):
          "not defined at import: inside `make_local_cube()`, which the import did not call"),
         ("make_square.<locals>.Square", 57, "checked", ""),
         ("Negate", 74, "checked", ""),
+        ("Learner.build.<locals>.Surrogate", 87, "not-defined",
+         "not defined at import: inside `Learner.build()`, which the import did not call"),
     ], entries
     # The wrong one of the two `Scale`s is the one reported, on its own line.
     assert [(f["line"], f["code"]) for f in findings if f["path"].endswith("hidden_classes.py")] == [(31, "AGL901")]

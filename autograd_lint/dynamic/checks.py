@@ -109,6 +109,8 @@ class RuntimeFinding:
     smaller_inputs_only: bool = False
     # AGL901: the failing inputs that forward does not read (``GradcheckOutcome.unread``).
     unread_inputs: tuple[int, ...] = ()
+    # AGL901: square matrices (no structure known) with which gradcheck passes once symmetric.
+    symmetric_passes: tuple[int, ...] = ()
 
 
 @dataclass
@@ -254,7 +256,8 @@ def _run_checks(cls: type, make_inputs: Callable[[], tuple], names: list[str],
                 unread_inputs=outcome.unread))
         else:
             report.findings.append(RuntimeFinding("AGL901", outcome.message, unread_inputs=outcome.unread,
-                                                  level="warning" if outcome.within_coarse else ""))
+                                                  level="warning" if outcome.within_coarse else "",
+                                                  symmetric_passes=_passes_when_symmetric(cls, make_inputs, names)))
         report.skipped.append("gradgradcheck: gradcheck failed")
         return report
     nonlinear = by_design.nonlinearity(cls, make_inputs, names, outcome.tolerances is not PRECISE)
@@ -334,6 +337,26 @@ def _on_symmetric_companions(cls: type, make_inputs: Callable[[], tuple], names:
                           f"like the structured inputs beside it ({beside}); "
                           "taken for a wrong guess, so the checks ran on the symmetric one")
     return symmetric, retried
+
+
+def _passes_when_symmetric(cls: type, make_inputs: Callable[[], tuple], names: list[str]) -> tuple[int, ...]:
+    """The plain square float matrices among the inputs (no structure known for them) with which
+    gradcheck passes once they are symmetric: a backward derived for a covariance or a Gram
+    matrix assumes it. Whether the real inputs are symmetric is the caller's to say (child.py
+    makes it a warning on guessed inputs only)."""
+    structures = structure.of(make_inputs)
+    inputs = make_inputs()
+    square = [index for index, value in enumerate(inputs)
+              if (index >= len(structures) or not structures[index]) and isinstance(value, torch.Tensor)
+              and value.is_floating_point() and value.requires_grad and value.dim() >= 2
+              and value.shape[-1] == value.shape[-2]]
+    if not square:
+        return ()
+    try:
+        retried = gradcheck_outcome(cls, structure.with_symmetric(make_inputs, square), names)
+    except Exception:  # noqa: BLE001 - user code
+        return ()
+    return () if retried.message or retried.skip or retried.by_design is not None else tuple(square)
 
 
 def _forward_shape(kind: str) -> str:

@@ -419,6 +419,8 @@ def _uncertain_on_guesses(cls: type, inputs: Any, names: list[str], found: list,
     - AGL901 when an input that gradcheck fails for is one forward does not read, yet backward
       gives a gradient (``checks.GradcheckOutcome.unread``): a coupling the guess lacks (``factor``
       must be the factorization of ``a``), or a surrogate's gradient for a parameter.
+    - AGL901 when gradcheck passes once the guessed square matrices are symmetric: backward
+      derived for a covariance (a matrix square root by Newton-Schulz iterations).
     - AGL903 when the only problem is the number of gradients and forward takes ``*args``: how
       many to pass there was guessed (a reversible block's ``*params`` are its modules').
     - AGL903 when every problem is a gradient shaped for a smaller input that broadcasts to the
@@ -439,6 +441,13 @@ def _uncertain_on_guesses(cls: type, inputs: Any, names: list[str], found: list,
             result.append(replace(finding, level="warning", message=(
                 f"{finding.message} (not certain: the inputs' shapes were guessed, and the class may be "
                 "meant for that smaller shape; declare an @example to check it on real inputs)")))
+        elif finding.code == "AGL901" and finding.symmetric_passes:
+            square = ", ".join(f"`{names[index]}`" if index < len(names) else f"input {index}"
+                               for index in finding.symmetric_passes)
+            result.append(replace(finding, level="warning", message=(
+                f"{finding.message} (not certain: gradcheck passes once the guessed square matrix {square} is "
+                "symmetric, so backward may be derived for symmetric inputs (a covariance, a Gram matrix), as "
+                "the class's callers may always pass; declare an @example to check it on real inputs)")))
         elif finding.code == "AGL901" and finding.unread_inputs:
             unread = ", ".join(f"`{names[index]}`" if index < len(names) else f"input {index}"
                                for index in finding.unread_inputs)

@@ -701,6 +701,9 @@ def _function_names(sites: Iterable[Site]) -> set[str]:
     return names - {"Function"}
 
 
+INSIDE_UNCALLED = "inside "
+
+
 def _placed_classes(path: str) -> list[Site]:
     """Every class statement of the file at ``path``, with its qualified name and what encloses it."""
     try:
@@ -716,7 +719,9 @@ def _placed_classes(path: str) -> list[Site]:
                 if not isinstance(child, ast.AST):
                     continue
                 inner = where
-                if isinstance(node, ast.If) and field_name in ("body", "orelse"):
+                if where.startswith(INSIDE_UNCALLED):
+                    pass  # a function the import did not call: its `if`s never ran, true or false
+                elif isinstance(node, ast.If) and field_name in ("body", "orelse"):
                     test = ast.unparse(node.test)
                     test = test if len(test) <= 80 else test[:77] + "..."
                     inner = (f"under `if {test}:`, a condition that was false at import" if field_name == "body"
@@ -731,8 +736,8 @@ def _placed_classes(path: str) -> list[Site]:
                     found.append(Site(child.name, prefix + child.name, child.lineno, first, inner, bases))
                     visit(child, f"{prefix}{child.name}.", inner)
                 elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    visit(child, f"{prefix}{child.name}.<locals>.",
-                          f"inside `{prefix}{child.name}()`, which the import did not call")
+                    visit(child, f"{prefix}{child.name}.<locals>.", where if where.startswith(INSIDE_UNCALLED)
+                          else f"{INSIDE_UNCALLED}`{prefix}{child.name}()`, which the import did not call")
                 else:
                     visit(child, prefix, inner)
 
