@@ -606,10 +606,12 @@ def test_parameters_that_are_not_tensors_get_second_tries_from_forwards_errors(f
     """A parameter named like a size is a tuple of ints, the first tensor's shape; one named like a
     callable (`fn`, `act_fn`) gets a small callable; a size with no such name, guessed as a tensor
     ("must be tuple of ints, not Tensor"), is retried as a tuple of ints; parameters that forward
-    unpacks into a call (`*args`, `**kwargs`) are an empty tuple and an empty dict."""
+    unpacks into a call (`*args`, `**kwargs`) are an empty tuple and an empty dict; one compared with
+    strings is those strings, one tested on its own a flag."""
     _, findings, report = fixture_run
     details = {name: function(report, name)["inputs"]["detail"] for name in
-               ("ReshapeTo", "AddFloor", "ApplyThen", "SoftenThen", "ScaleBy", "ApplyOp", "ReversibleCouple")}
+               ("ReshapeTo", "AddFloor", "ApplyThen", "SoftenThen", "ScaleBy", "ApplyOp", "ReversibleCouple",
+                "ScaleByMode")}
     assert details == {
         "ReshapeTo": "same (3, 4): x (3, 4), shape=(3, 4)",
         "AddFloor": "same (3, 4): x (3, 4), noise_shape=(3, 4)",
@@ -618,9 +620,10 @@ def test_parameters_that_are_not_tensors_get_second_tries_from_forwards_errors(f
         "ScaleBy": "same (3, 4): x (3, 4), factors=(3, 4)",
         "ApplyOp": "same (3, 4): x (3, 4), op=identity, args=(), kwargs={}",  # op(x, *args, **kwargs)
         "ReversibleCouple": "same (3, 4): x (3, 4), fm=identity, gm=identity",  # forward calls both; no *params
+        "ScaleByMode": "same (3, 4): x (3, 4), mode='double', halve=False",  # `mode == "double"`, `if halve`
     }
     assert "gradcheck" in function(report, "ReversibleCouple")["ran"]
-    for name in ("ReshapeTo", "AddFloor", "SoftenThen", "ScaleBy", "ApplyOp"):
+    for name in ("ReshapeTo", "AddFloor", "SoftenThen", "ScaleBy", "ApplyOp", "ScaleByMode"):
         assert {"gradcheck", "gradgradcheck"} <= set(function(report, name)["ran"]), name
     assert [f["function_class"] for f in findings if f["path"].endswith("non_tensor_arguments.py")] == ["ApplyThen"]
     wrong = runtime(findings, "non_tensor_arguments.py", "AGL901")

@@ -335,7 +335,7 @@ def code_slots(owner: Any, parameters: list[inspect.Parameter],
         elif slot.kind == "value":  # the user's own number first, then the name's guess
             slots[position] = replace(slot, values=(value, *[other for other in slot.values if other != value]),
                                       from_name=False)
-    slots = called_in_forward(owner, unpacked_in_calls(owner, slots))
+    slots = tested_in_forward(owner, called_in_forward(owner, unpacked_in_calls(owner, slots)))
     return stated_last_sizes(owner, stated_domains(owner, read_ranks(owner, _values_used_as_tensors(owner, slots))))
 
 
@@ -976,6 +976,37 @@ def forward_function(cls: type) -> Optional[ast.FunctionDef]:
     except SyntaxError:
         return None
     return next((node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)), None)
+
+
+def tested_in_forward(cls: type, slots: list[Slot]) -> list[Slot]:
+    """Guessed tensors that forward compares with strings (``if mode == 'zero':``, ``mode in
+    ('a', 'b')``): those strings, in the order the code names them; or tests as a condition on
+    their own (``if normalize:``, ``not inplace``): False, then True. A tensor of several values
+    raises there ("Boolean value of Tensor with more than one value is ambiguous")."""
+    guessed = {slot.name for slot in slots if slot.kind == FLOAT and slot.guessed}
+    function = forward_function(cls) if guessed else None
+    if function is None:
+        return slots
+    strings: dict[str, list[str]] = {}
+    flags: set[str] = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.Compare) and len(node.ops) == 1:
+            left, right = node.left, node.comparators[0]
+            if isinstance(right, ast.Name) and not isinstance(left, ast.Name):
+                left, right = right, left
+            if isinstance(left, ast.Name) and left.id in guessed:
+                constants = right.elts if isinstance(right, (ast.Tuple, ast.List, ast.Set)) else [right]
+                for constant in constants:
+                    if isinstance(constant, ast.Constant) and isinstance(constant.value, str) \
+                            and constant.value not in strings.setdefault(left.id, []):
+                        strings[left.id].append(constant.value)
+        tests = [node.test] if isinstance(node, (ast.If, ast.While, ast.IfExp)) else \
+            node.values if isinstance(node, ast.BoolOp) else \
+            [node.operand] if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not) else []
+        flags.update(test.id for test in tests if isinstance(test, ast.Name) and test.id in guessed)
+    return [Slot(slot.name, "value", tuple(strings[slot.name])) if strings.get(slot.name)
+            else Slot(slot.name, "value", (False, True)) if slot.name in flags
+            else slot for slot in slots]
 
 
 def called_in_forward(cls: type, slots: list[Slot]) -> list[Slot]:
