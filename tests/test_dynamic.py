@@ -611,7 +611,7 @@ def test_parameters_that_are_not_tensors_get_second_tries_from_forwards_errors(f
     _, findings, report = fixture_run
     details = {name: function(report, name)["inputs"]["detail"] for name in
                ("ReshapeTo", "AddFloor", "ApplyThen", "SoftenThen", "ScaleBy", "ApplyOp", "ReversibleCouple",
-                "ScaleByMode")}
+                "ScaleByMode", "ShiftBy")}
     assert details == {
         "ReshapeTo": "same (3, 4): x (3, 4), shape=(3, 4)",
         "AddFloor": "same (3, 4): x (3, 4), noise_shape=(3, 4)",
@@ -621,9 +621,10 @@ def test_parameters_that_are_not_tensors_get_second_tries_from_forwards_errors(f
         "ApplyOp": "same (3, 4): x (3, 4), op=identity, args=(), kwargs={}",  # op(x, *args, **kwargs)
         "ReversibleCouple": "same (3, 4): x (3, 4), fm=identity, gm=identity",  # forward calls both; no *params
         "ScaleByMode": "same (3, 4): x (3, 4), mode='double', halve=False",  # `mode == "double"`, `if halve`
+        "ShiftBy": "same (3, 4): x (3, 4), amount=0.5",  # `amount: Optional[float]`
     }
     assert "gradcheck" in function(report, "ReversibleCouple")["ran"]
-    for name in ("ReshapeTo", "AddFloor", "SoftenThen", "ScaleBy", "ApplyOp", "ScaleByMode"):
+    for name in ("ReshapeTo", "AddFloor", "SoftenThen", "ScaleBy", "ApplyOp", "ScaleByMode", "ShiftBy"):
         assert {"gradcheck", "gradgradcheck"} <= set(function(report, name)["ran"]), name
     assert [f["function_class"] for f in findings if f["path"].endswith("non_tensor_arguments.py")] == ["ApplyThen"]
     wrong = runtime(findings, "non_tensor_arguments.py", "AGL901")

@@ -189,6 +189,9 @@ def classify(parameter: inspect.Parameter) -> Optional[list[Slot]]:
         return [Slot(name, LEADING, ()) if named == LEADING_SIZE else Slot(name, "value", named, from_name=True)]
     if has_default:  # `bias=None`, `out=None`: None is the documented "leave it out"
         return [Slot(name, FLOAT)] if lower in BIAS_NAMES | WEIGHT_NAMES else [Slot(name, "value", (None,))]
+    numbers = _number_annotation(annotation)
+    if numbers:  # `float | None`, `Optional[int]`, `Union[int, float]`: a number, or None last
+        return [Slot(name, "value", numbers)]
     if annotation in ("int", "builtins.int"):
         return [Slot(name, "value", (2, 1))]
     if annotation in ("float", "builtins.float"):
@@ -204,6 +207,22 @@ def classify(parameter: inspect.Parameter) -> Optional[list[Slot]]:
     if lower in MASK_NAMES:
         return [Slot(name, MASK)]
     return [Slot(name, FLOAT, guessed=True)]
+
+
+_NUMBER_WORDS = {"int": 2, "float": 0.5, "bool": False}
+
+
+def _number_annotation(annotation: str) -> tuple[Any, ...]:
+    """The values for an annotation that unites plain numbers and None (``float | None``,
+    ``Optional[int]``), empty for any other (a single type is read on its own in ``classify``)."""
+    found = re.findall(r"[a-z]+", annotation)
+    words = [word for word in found if word not in ("optional", "union", "typing", "builtins")]
+    if "optional" in found:
+        words.append("none")
+    if len(words) < 2 or not set(words) <= {*_NUMBER_WORDS, "none"}:
+        return ()
+    values = tuple(dict.fromkeys(_NUMBER_WORDS[word] for word in words if word != "none"))
+    return values + ((None,) if "none" in words else ())
 
 
 # Names of hyper-parameters beyond NAMED_VALUES: `keep_prob`, `drop_rate`, `spike_threshold` are
