@@ -60,9 +60,13 @@ def test_only_the_near_miss_fails_gradcheck(coupled_run):
 
 def test_what_no_guess_can_be_is_named_in_the_reason(coupled_run):
     result, findings, entries = coupled_run
-    operators = entries["AdjointApplied"]
-    assert operators["status"] == "partly-checked" and "gradcheck" not in operators["ran"], operators
-    assert operators["reason"].startswith("gradcheck: needs a callable object for `forward_map`, `adjoint_map`")
+    operators = entries["AdjointApplied"]  # both called: the stand-in, its own adjoint, for both
+    assert operators["status"] == "checked" and "gradcheck" in operators["ran"], operators
+    assert operators["inputs"]["detail"] == "same (3, 4): x (3, 4), forward_map=identity, adjoint_map=identity"
+    projected = entries["ProjectedOnto"]
+    assert projected["status"] == "no-inputs", projected
+    assert projected["reason"].startswith("could not build inputs: needs an object for `projector` (forward reads its "
+                                          "`.basis`; only a stand-in callable was tried)"), projected
     nested = entries["NoisyThreshold"]
     assert nested["status"] == "no-inputs", nested
     assert nested["reason"].startswith("could not build inputs: forward calls `Threshold.apply` with 1 argument(s) "
@@ -71,7 +75,8 @@ def test_what_no_guess_can_be_is_named_in_the_reason(coupled_run):
     assert shifted["status"] == "no-inputs" and shifted["reason"].startswith(
         "could not build inputs: forward calls `shifted()` with 1 argument(s) missing ('offset') on every input tried"), shifted
     # A reason, not a finding: nothing certain says which argument the author meant.
-    assert not [f for f in findings if f["function_class"] in ("AdjointApplied", "NoisyThreshold", "ShiftedStep")
+    assert not [f for f in findings if f["function_class"] in ("AdjointApplied", "ProjectedOnto", "NoisyThreshold",
+                                                                "ShiftedStep")
                 and f["code"].startswith("AGL9")]
     assert "NoisyThreshold: not checked: could not build inputs: forward calls `Threshold.apply`" in result.stderr
 

@@ -78,7 +78,25 @@ def test_a_module_that_hangs_on_import_is_timed_out_as_a_whole(middle_run):
     reason = f"timed out after {LIMIT} s"
     assert [(entry["function_class"], entry["status"], entry["reason"]) for entry in report["functions"]
             if entry["path"].endswith("hangs.py")] == [("NeverChecked", "timed-out", reason)]
-    assert f"warning: --dynamic: {DYNAMIC}/hangs.py:8: NeverChecked: not checked: {reason}\n" in result.stderr
+    assert f"warning: --dynamic: {DYNAMIC}/hangs.py:14: NeverChecked: not checked: {reason}\n" in result.stderr
+
+
+def _running_with(marker: str) -> list[str]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and marker.encode() in (entry / "cmdline").read_bytes():
+                found.append(entry.name)
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_what_a_hung_module_started_is_stopped_with_it(middle_run):
+    """hangs.py starts a process in a process group of its own before it hangs (as ninja runs a
+    compiler): the timeout kills the child's whole session, that process included."""
+    assert _running_with("autograd-lint-fixture-build-tool") == []
 
 
 def test_one_interpreter_per_module_resumes_after_a_hang_too(tmp_path):
@@ -138,3 +156,25 @@ def test_classes_a_broken_child_did_not_reach_say_so(tmp_path):
         ("A", "crashed", "the module crashed the interpreter (SIGSEGV) while this class was checked"),
         ("B", "not-reached", "not reached: the module's child stopped first (failed to import: OSError: lock held)"),
     ]
+
+
+def test_a_resumed_child_starts_with_the_extensions_its_module_built(tmp_path):
+    """A module that compiles a C++ extension at import spent most of its first child's time on
+    it; the child that resumes after a hang gets the build, times kept, so ninja finds it current."""
+    import os
+
+    from autograd_lint.dynamic.runner import _carry_built_extensions
+
+    built = tmp_path / "module-3" / "extensions.d" / "qste_cpu"
+    built.mkdir(parents=True)
+    (built / "qste_cpu.so").write_bytes(b"\x7fELF")
+    os.utime(built / "qste_cpu.so", (1_000_000, 1_000_000))
+    resumed = tmp_path / "module-3-1"
+    resumed.mkdir()
+    _carry_built_extensions(str(tmp_path / "module-3"), str(resumed))
+    copied = resumed / "extensions.d" / "qste_cpu" / "qste_cpu.so"
+    assert copied.read_bytes() == b"\x7fELF" and copied.stat().st_mtime == 1_000_000
+    nothing = tmp_path / "module-4-1"
+    nothing.mkdir()
+    _carry_built_extensions(str(tmp_path / "module-4"), str(nothing))  # no first child's build: nothing to do
+    assert not (nothing / "extensions.d").exists()

@@ -25,8 +25,9 @@
   when it fails, gradcheck (whose own undefined-gradient test would fail the same way) is skipped.
 - AGL906 (autocast_check.py): forward under CPU autocast (bfloat16), backward after it.
 These two need neither a deterministic forward nor gradcheck, so they run first.
-A forward that gives different outputs for the same inputs (dropout) is not gradchecked at all:
-finite differences of a random function are noise.
+A forward that gives different outputs for the same inputs (dropout) is checked with the random
+generators reseeded before each forward call (``reseeding``), when that makes forward and backward
+repeatable; otherwise it is not gradchecked at all: finite differences of a random function are noise.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from typing import Any, Callable, NamedTuple, Optional
 import torch
 from torch.autograd.gradcheck import GradcheckError
 
-from autograd_lint.dynamic import by_design, structure
+from autograd_lint.dynamic import by_design, reseeding, structure
 from autograd_lint.dynamic.autocast_check import autocast_failure
 from autograd_lint.dynamic.inputs import flatten_outputs, has_derivative  # noqa: F401 (re-exported)
 from autograd_lint.dynamic.layouts import NotReplayable, layout_differences
@@ -108,6 +109,8 @@ class RuntimeFinding:
     smaller_inputs_only: bool = False
     # AGL901: the failing inputs that forward does not read (``GradcheckOutcome.unread``).
     unread_inputs: tuple[int, ...] = ()
+    # AGL901: square matrices (no structure known) with which gradcheck passes once symmetric.
+    symmetric_passes: tuple[int, ...] = ()
 
 
 @dataclass
@@ -148,11 +151,37 @@ def run_checks(cls: type, make_inputs: Callable[[], tuple], names: list[str],
     Grad mode is switched on for the checks: a module that runs ``torch.set_grad_enabled(False)``
     at import would otherwise make gradcheck compare against nothing (a false AGL901)."""
     with torch.enable_grad():
-        return _run_checks(cls, make_inputs, names, guessed_backward_error)
+        randomness = _randomness(cls, make_inputs)
+        if randomness == "forward":
+            with reseeding.reseeded_forward(cls):
+                report = _run_checks(cls, make_inputs, names, guessed_backward_error)
+            report.skipped.insert(0, reseeding.NOTE)
+            for finding in report.findings:
+                if finding.code in ("AGL901", "AGL902"):
+                    finding.message += f" ({reseeding.FINDING_NOTE})"
+            return report
+        return _run_checks(cls, make_inputs, names, guessed_backward_error,
+                           unrepeatable=reseeding.BACKWARD_DRAWS if randomness == "backward" else "")
+
+
+def _randomness(cls: type, make_inputs: Callable[[], tuple]) -> str:
+    """"forward": forward draws random numbers, and with them fixed by reseeding (reseeding.py)
+    forward and backward are repeatable; "backward": backward draws numbers of its own; "": forward
+    is repeatable as it is, or nothing can be told (the plain path reports what it raises)."""
+    try:
+        if is_repeatable(cls, make_inputs):
+            return ""
+        with reseeding.reseeded_forward(cls):
+            if not is_repeatable(cls, make_inputs):
+                return ""
+            repeatable = reseeding.backward_is_repeatable(cls, make_inputs, flatten_outputs)
+            return "" if repeatable is None else "forward" if repeatable else "backward"
+    except Exception:  # noqa: BLE001 - user code
+        return ""
 
 
 def _run_checks(cls: type, make_inputs: Callable[[], tuple], names: list[str],
-                guessed_backward_error: str) -> CheckReport:
+                guessed_backward_error: str, unrepeatable: str = "") -> CheckReport:
     report = CheckReport()
     if not has_differentiable_output(cls, make_inputs):
         report.skipped.append("all checks: forward returns no differentiable output (backward is never called)")
@@ -168,8 +197,9 @@ def _run_checks(cls: type, make_inputs: Callable[[], tuple], names: list[str],
         if autocast:
             report.findings.append(RuntimeFinding("AGL906", autocast.message,
                                                   level="error" if autocast.declares_autocast else "warning"))
-    if not is_repeatable(cls, make_inputs):
-        report.skipped.append("gradcheck: forward is not deterministic (the same inputs gave different "
+    if unrepeatable or not is_repeatable(cls, make_inputs):
+        report.skipped.append(f"gradcheck: {unrepeatable}" if unrepeatable else
+                              "gradcheck: forward is not deterministic (the same inputs gave different "
                               "outputs: randomness, or inputs changed in place)")
         return report
     raw_problems, blocking = raw_backward_problems(cls, make_inputs, names)
@@ -226,7 +256,8 @@ def _run_checks(cls: type, make_inputs: Callable[[], tuple], names: list[str],
                 unread_inputs=outcome.unread))
         else:
             report.findings.append(RuntimeFinding("AGL901", outcome.message, unread_inputs=outcome.unread,
-                                                  level="warning" if outcome.within_coarse else ""))
+                                                  level="warning" if outcome.within_coarse else "",
+                                                  symmetric_passes=_passes_when_symmetric(cls, make_inputs, names)))
         report.skipped.append("gradgradcheck: gradcheck failed")
         return report
     nonlinear = by_design.nonlinearity(cls, make_inputs, names, outcome.tolerances is not PRECISE)
@@ -306,6 +337,26 @@ def _on_symmetric_companions(cls: type, make_inputs: Callable[[], tuple], names:
                           f"like the structured inputs beside it ({beside}); "
                           "taken for a wrong guess, so the checks ran on the symmetric one")
     return symmetric, retried
+
+
+def _passes_when_symmetric(cls: type, make_inputs: Callable[[], tuple], names: list[str]) -> tuple[int, ...]:
+    """The plain square float matrices among the inputs (no structure known for them) with which
+    gradcheck passes once they are symmetric: a backward derived for a covariance or a Gram
+    matrix assumes it. Whether the real inputs are symmetric is the caller's to say (child.py
+    makes it a warning on guessed inputs only)."""
+    structures = structure.of(make_inputs)
+    inputs = make_inputs()
+    square = [index for index, value in enumerate(inputs)
+              if (index >= len(structures) or not structures[index]) and isinstance(value, torch.Tensor)
+              and value.is_floating_point() and value.requires_grad and value.dim() >= 2
+              and value.shape[-1] == value.shape[-2]]
+    if not square:
+        return ()
+    try:
+        retried = gradcheck_outcome(cls, structure.with_symmetric(make_inputs, square), names)
+    except Exception:  # noqa: BLE001 - user code
+        return ()
+    return () if retried.message or retried.skip or retried.by_design is not None else tuple(square)
 
 
 def _forward_shape(kind: str) -> str:

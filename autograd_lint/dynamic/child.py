@@ -401,6 +401,14 @@ def _uncertain(finding: Any, guessed_constants: tuple[str, ...]) -> Any:
                            "real inputs)")
 
 
+def _variadic(cls: type) -> str:
+    """The name of forward's ``*args`` parameter, or ``""``."""
+    from autograd_lint.dynamic.synthesis import forward_parameters
+
+    return next((parameter.name for parameter in forward_parameters(cls) or ()
+                 if parameter.kind == inspect.Parameter.VAR_POSITIONAL), "")
+
+
 def _uncertain_on_guesses(cls: type, inputs: Any, names: list[str], found: list, entry: dict) -> list:
     """On synthesized inputs, the errors that a guess, not backward, may have caused become
     warnings: an unknown never makes an error.
@@ -411,6 +419,10 @@ def _uncertain_on_guesses(cls: type, inputs: Any, names: list[str], found: list,
     - AGL901 when an input that gradcheck fails for is one forward does not read, yet backward
       gives a gradient (``checks.GradcheckOutcome.unread``): a coupling the guess lacks (``factor``
       must be the factorization of ``a``), or a surrogate's gradient for a parameter.
+    - AGL901 when gradcheck passes once the guessed square matrices are symmetric: backward
+      derived for a covariance (a matrix square root by Newton-Schulz iterations).
+    - AGL903 when the only problem is the number of gradients and forward takes ``*args``: how
+      many to pass there was guessed (a reversible block's ``*params`` are its modules').
     - AGL903 when every problem is a gradient shaped for a smaller input that broadcasts to the
       guessed one (a time constant guessed (3, 4) for which the class returns a 0-d gradient, as
       for the 0-d parameter it is always given). Axes swapped, or any other shape, stay errors."""
@@ -420,10 +432,22 @@ def _uncertain_on_guesses(cls: type, inputs: Any, names: list[str], found: list,
     for finding in found:
         if finding.level in ("warning", "info"):
             result.append(finding)
+        elif finding.code == "AGL903" and finding.kinds == ("count",) and _variadic(cls):
+            result.append(replace(finding, level="warning", message=(
+                f"{finding.message} (not certain: forward takes `*{_variadic(cls)}`, and how many arguments to "
+                "pass there was guessed; backward's count may follow what the callers pass, a module's "
+                "parameters say; declare an @example to check it on real inputs)")))
         elif finding.code == "AGL903" and finding.smaller_inputs_only:
             result.append(replace(finding, level="warning", message=(
                 f"{finding.message} (not certain: the inputs' shapes were guessed, and the class may be "
                 "meant for that smaller shape; declare an @example to check it on real inputs)")))
+        elif finding.code == "AGL901" and finding.symmetric_passes:
+            square = ", ".join(f"`{names[index]}`" if index < len(names) else f"input {index}"
+                               for index in finding.symmetric_passes)
+            result.append(replace(finding, level="warning", message=(
+                f"{finding.message} (not certain: gradcheck passes once the guessed square matrix {square} is "
+                "symmetric, so backward may be derived for symmetric inputs (a covariance, a Gram matrix), as "
+                "the class's callers may always pass; declare an @example to check it on real inputs)")))
         elif finding.code == "AGL901" and finding.unread_inputs:
             unread = ", ".join(f"`{names[index]}`" if index < len(names) else f"input {index}"
                                for index in finding.unread_inputs)

@@ -56,6 +56,8 @@ import time
 import traceback
 from typing import Any, Optional
 
+from autograd_lint.dynamic.sessions import kill_session
+
 MAX_WAIT_S = 0.5  # the longest the server waits without looking at its children
 STDERR_NAME = "stderr.txt"
 
@@ -212,10 +214,7 @@ def _run_child(job: dict) -> int:
 
 
 def _kill_session(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+    kill_session(pid)  # each child called setsid: its pid is its session's id
 
 
 def _stop(running: dict) -> None:

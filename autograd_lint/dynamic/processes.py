@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from autograd_lint.dynamic.forkserver import STDERR_NAME
+from autograd_lint.dynamic.sessions import kill_session
 
 FORK_SERVER_VARIABLE = "AUTOGRAD_LINT_DYNAMIC_FORK_SERVER"  # "0": one interpreter per module
 SERVER_START_S = 120.0  # at least: importing torch on a cold, busy machine can take tens of seconds
@@ -160,7 +161,7 @@ def _spawn(job: Job, environment: dict) -> Ending:
 def _kill(process: subprocess.Popen, posix: bool) -> None:
     try:
         if posix:
-            os.killpg(process.pid, signal.SIGKILL)  # the child and anything the module started
+            kill_session(process.pid)  # the child and anything the module started
         else:
             process.kill()
     except (ProcessLookupError, PermissionError):

@@ -367,10 +367,46 @@ def _child_environment(scratch: str, sandboxed: bool = False, passed: Iterable[s
     return environment
 
 
+CARRIED_DIRECTORIES = tuple(PRIVATE_DIRECTORIES[variable] for variable in ("TORCH_EXTENSIONS_DIR", "XDG_CACHE_HOME", "HOME"))
+MAX_CARRIED_BYTES = 512 * 2**20
+
+
+def _carry_built_extensions(previous: str, workdir: str) -> None:
+    """A resumed child (after a class hung) starts with what its module's previous child built
+    and cached: a C++ extension that the module compiles at import (``torch.utils.cpp_extension
+    .load`` into TORCH_EXTENSIONS_DIR, or a package's own build under ``~/.cache``) took that
+    child most of its time limit, and compiled again it would time the next class out too.
+    Copied with their times kept, ninja finds the build up to date (or resumes a build that the
+    time limit cut short). Its home and caches only: the child's own files stay its own."""
+    sources = [os.path.join(previous, name) for name in CARRIED_DIRECTORIES]
+    sources = [source for source in sources if os.path.isdir(source) and os.listdir(source)]
+    if not sources or sum(_size(source) for source in sources) > MAX_CARRIED_BYTES:
+        return
+    for source in sources:
+        try:
+            shutil.copytree(source, os.path.join(workdir, os.path.basename(source)), symlinks=True, dirs_exist_ok=True)
+        except (OSError, shutil.Error):
+            pass  # the next child builds again
+
+
+def _size(directory: str) -> int:
+    total = 0
+    for folder, _, files in os.walk(directory):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(folder, name)).st_size
+            except OSError:
+                pass
+    return total
+
+
 def _job(result, options: DynamicOptions, call_site_files: list[str], scratch: str, number: int,
          skip: Iterable[tuple[str, int]] = (), attempt: int = 0) -> Job:
     workdir = os.path.join(scratch, f"module-{number}" + (f"-{attempt}" if attempt else ""))
     os.makedirs(workdir)
+    if attempt:
+        _carry_built_extensions(os.path.join(scratch, f"module-{number}" + (f"-{attempt - 1}" if attempt > 1 else "")),
+                                workdir)
     request_path, result_path = os.path.join(workdir, "request.json"), os.path.join(workdir, "result.json")
     request = {
         "module_path": os.path.abspath(result.path),
@@ -701,6 +737,9 @@ def _function_names(sites: Iterable[Site]) -> set[str]:
     return names - {"Function"}
 
 
+INSIDE_UNCALLED = "inside "
+
+
 def _placed_classes(path: str) -> list[Site]:
     """Every class statement of the file at ``path``, with its qualified name and what encloses it."""
     try:
@@ -716,7 +755,9 @@ def _placed_classes(path: str) -> list[Site]:
                 if not isinstance(child, ast.AST):
                     continue
                 inner = where
-                if isinstance(node, ast.If) and field_name in ("body", "orelse"):
+                if where.startswith(INSIDE_UNCALLED):
+                    pass  # a function the import did not call: its `if`s never ran, true or false
+                elif isinstance(node, ast.If) and field_name in ("body", "orelse"):
                     test = ast.unparse(node.test)
                     test = test if len(test) <= 80 else test[:77] + "..."
                     inner = (f"under `if {test}:`, a condition that was false at import" if field_name == "body"
@@ -731,8 +772,8 @@ def _placed_classes(path: str) -> list[Site]:
                     found.append(Site(child.name, prefix + child.name, child.lineno, first, inner, bases))
                     visit(child, f"{prefix}{child.name}.", inner)
                 elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    visit(child, f"{prefix}{child.name}.<locals>.",
-                          f"inside `{prefix}{child.name}()`, which the import did not call")
+                    visit(child, f"{prefix}{child.name}.<locals>.", where if where.startswith(INSIDE_UNCALLED)
+                          else f"{INSIDE_UNCALLED}`{prefix}{child.name}()`, which the import did not call")
                 else:
                     visit(child, prefix, inner)
 

@@ -189,6 +189,9 @@ def classify(parameter: inspect.Parameter) -> Optional[list[Slot]]:
         return [Slot(name, LEADING, ()) if named == LEADING_SIZE else Slot(name, "value", named, from_name=True)]
     if has_default:  # `bias=None`, `out=None`: None is the documented "leave it out"
         return [Slot(name, FLOAT)] if lower in BIAS_NAMES | WEIGHT_NAMES else [Slot(name, "value", (None,))]
+    numbers = _number_annotation(annotation)
+    if numbers:  # `float | None`, `Optional[int]`, `Union[int, float]`: a number, or None last
+        return [Slot(name, "value", numbers)]
     if annotation in ("int", "builtins.int"):
         return [Slot(name, "value", (2, 1))]
     if annotation in ("float", "builtins.float"):
@@ -204,6 +207,22 @@ def classify(parameter: inspect.Parameter) -> Optional[list[Slot]]:
     if lower in MASK_NAMES:
         return [Slot(name, MASK)]
     return [Slot(name, FLOAT, guessed=True)]
+
+
+_NUMBER_WORDS = {"int": 2, "float": 0.5, "bool": False}
+
+
+def _number_annotation(annotation: str) -> tuple[Any, ...]:
+    """The values for an annotation that unites plain numbers and None (``float | None``,
+    ``Optional[int]``), empty for any other (a single type is read on its own in ``classify``)."""
+    found = re.findall(r"[a-z]+", annotation)
+    words = [word for word in found if word not in ("optional", "union", "typing", "builtins")]
+    if "optional" in found:
+        words.append("none")
+    if len(words) < 2 or not set(words) <= {*_NUMBER_WORDS, "none"}:
+        return ()
+    values = tuple(dict.fromkeys(_NUMBER_WORDS[word] for word in words if word != "none"))
+    return values + ((None,) if "none" in words else ())
 
 
 # Names of hyper-parameters beyond NAMED_VALUES: `keep_prob`, `drop_rate`, `spike_threshold` are
@@ -335,6 +354,7 @@ def code_slots(owner: Any, parameters: list[inspect.Parameter],
         elif slot.kind == "value":  # the user's own number first, then the name's guess
             slots[position] = replace(slot, values=(value, *[other for other in slot.values if other != value]),
                                       from_name=False)
+    slots = tested_in_forward(owner, called_in_forward(owner, unpacked_in_calls(owner, slots)))
     return stated_last_sizes(owner, stated_domains(owner, read_ranks(owner, _values_used_as_tensors(owner, slots))))
 
 
@@ -384,10 +404,11 @@ def _arguments(slots: list[Slot], plan: Plan, values: tuple, low: float, high: f
                 shape = slot.shape
             else:
                 shape = plan.shape_of(float_index, slot.name)
+                square = len(shape) >= 2 and shape[-1] == shape[-2]  # a square plan stays square
                 if slot.rank is not None and len(shape) != slot.rank:
-                    shape = ranked_shape(slot.rank)
+                    shape = ranked_shape(slot.rank, square)
                 elif slot.min_rank is not None and len(shape) < slot.min_rank:
-                    shape = ranked_shape(slot.min_rank)
+                    shape = ranked_shape(slot.min_rank, square)
                 if slot.last is not None:
                     shape = (*shape[:-1], slot.last) if shape else (slot.last,)
                 first_shape = shape if first_shape is None else first_shape
@@ -441,10 +462,18 @@ MAX_RETRIED_SLOTS = 4
 
 
 class _Identity:
-    """The small callable tried for a parameter that forward calls (shown as ``identity``)."""
+    """The small callable tried for a parameter that forward calls (shown as ``identity``). It
+    answers as a parameterless module does too (``f.forward(x)``, ``f.parameters()``), since
+    what forward calls is often a module (a reversible block's halves)."""
 
     def __call__(self, *arguments: Any, **keywords: Any) -> Any:
         return arguments[0] if arguments else None
+
+    def forward(self, *arguments: Any, **keywords: Any) -> Any:
+        return self(*arguments, **keywords)
+
+    def parameters(self, recurse: bool = True) -> Iterator[Any]:
+        return iter(())
 
     def __repr__(self) -> str:
         return "identity"
@@ -952,9 +981,12 @@ def plain_value_hints(cls: type) -> dict[str, tuple[Any, ...]]:
 _RANKED = {1: (4,), 2: (2, 4), 3: (3, 2, 4), 4: (2, 3, 2, 4)}
 
 
-def ranked_shape(rank: int) -> tuple[int, ...]:
-    """A shape of ``rank`` dimensions for a tensor whose rank forward's code fixes."""
-    return _RANKED.get(rank) or (2,) * (rank - 4) + _RANKED[4]
+def ranked_shape(rank: int, square: bool = False) -> tuple[int, ...]:
+    """A shape of ``rank`` dimensions for a tensor whose rank forward's code fixes; ``square``:
+    its last two sizes equal, for a square plan (``batch, rows, cols = x.size()`` and then
+    ``assert rows == cols``, a matrix square root)."""
+    shape = _RANKED.get(rank) or (2,) * (rank - 4) + _RANKED[4]
+    return (*shape[:-2], shape[-1], shape[-1]) if square and rank >= 2 else shape
 
 
 def forward_function(cls: type) -> Optional[ast.FunctionDef]:
@@ -963,6 +995,73 @@ def forward_function(cls: type) -> Optional[ast.FunctionDef]:
     except SyntaxError:
         return None
     return next((node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)), None)
+
+
+def tested_in_forward(cls: type, slots: list[Slot]) -> list[Slot]:
+    """Guessed tensors that forward compares with strings (``if mode == 'zero':``, ``mode in
+    ('a', 'b')``): those strings, in the order the code names them; or tests as a condition on
+    their own (``if normalize:``, ``not inplace``): False, then True. A tensor of several values
+    raises there ("Boolean value of Tensor with more than one value is ambiguous")."""
+    guessed = {slot.name for slot in slots if slot.kind == FLOAT and slot.guessed}
+    function = forward_function(cls) if guessed else None
+    if function is None:
+        return slots
+    strings: dict[str, list[str]] = {}
+    flags: set[str] = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.Compare) and len(node.ops) == 1:
+            left, right = node.left, node.comparators[0]
+            if isinstance(right, ast.Name) and not isinstance(left, ast.Name):
+                left, right = right, left
+            if isinstance(left, ast.Name) and left.id in guessed:
+                constants = right.elts if isinstance(right, (ast.Tuple, ast.List, ast.Set)) else [right]
+                for constant in constants:
+                    if isinstance(constant, ast.Constant) and isinstance(constant.value, str) \
+                            and constant.value not in strings.setdefault(left.id, []):
+                        strings[left.id].append(constant.value)
+        tests = [node.test] if isinstance(node, (ast.If, ast.While, ast.IfExp)) else \
+            node.values if isinstance(node, ast.BoolOp) else \
+            [node.operand] if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not) else []
+        flags.update(test.id for test in tests if isinstance(test, ast.Name) and test.id in guessed)
+    return [Slot(slot.name, "value", tuple(strings[slot.name])) if strings.get(slot.name)
+            else Slot(slot.name, "value", (False, True)) if slot.name in flags
+            else slot for slot in slots]
+
+
+def called_in_forward(cls: type, slots: list[Slot]) -> list[Slot]:
+    """Guessed tensors that forward calls by name (``y1 = x1 + fm(x2)``): the stand-in callable,
+    not a tensor that would raise "'Tensor' object is not callable". Each such parameter at once:
+    the second tries change one slot at a time, and two halves of a reversible block need both."""
+    guessed = {slot.name for slot in slots if slot.kind == FLOAT and slot.guessed}
+    function = forward_function(cls) if guessed else None
+    if function is None:
+        return slots
+    called = {node.func.id for node in ast.walk(function)
+              if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in guessed}
+    return [Slot(slot.name, "value", (_identity,)) if slot.name in called else slot for slot in slots]
+
+
+def unpacked_in_calls(cls: type, slots: list[Slot]) -> list[Slot]:
+    """Guessed tensors that forward unpacks into a call, ``op(x, *args, **kwargs)`` with ``args``
+    and ``kwargs`` ordinary parameters (the caller passes the op's extra arguments along): an
+    empty tuple for ``*args``, an empty dict for ``**kwargs``, where a tensor raises ("argument
+    after ** must be a mapping")."""
+    guessed = {slot.name for slot in slots if slot.kind == FLOAT and slot.guessed}
+    function = forward_function(cls) if guessed else None
+    if function is None:
+        return slots
+    empty: dict[str, Any] = {}
+    for node in ast.walk(function):
+        if not isinstance(node, ast.Call):
+            continue
+        for argument in node.args:
+            if isinstance(argument, ast.Starred) and isinstance(argument.value, ast.Name) \
+                    and argument.value.id in guessed:
+                empty.setdefault(argument.value.id, ())
+        for keyword in node.keywords:
+            if keyword.arg is None and isinstance(keyword.value, ast.Name) and keyword.value.id in guessed:
+                empty.setdefault(keyword.value.id, {})
+    return [Slot(slot.name, "value", (empty[slot.name],)) if slot.name in empty else slot for slot in slots]
 
 
 def _shape_read(node: ast.AST) -> Optional[str]:
@@ -1065,6 +1164,16 @@ def _targeted(parameters: list[inspect.Parameter], slots: list[Slot], errors: li
         yield typed
     for base in ([typed] if typed is not None else []) + [slots]:
         yield from _ranked(base, errors)
+    if any(_WRONG_COUNT.search(error) for error in errors):
+        # `*params` guessed one tensor where backward returns a gradient per parameter of the
+        # modules it is given (none, for the stand-in callable): try none.
+        variadic = [parameter.name for parameter in parameters if parameter.kind == inspect.Parameter.VAR_POSITIONAL]
+        without = [slot for slot in slots if not any(slot.name == f"{name}[0]" for name in variadic)]
+        if len(without) < len(slots) and any(slot.kind == FLOAT for slot in without):
+            yield without
+
+
+_WRONG_COUNT = re.compile(r"returned an incorrect number of gradients")
 
 
 # "labels must be torch.int32", "expected scalar type Int but found Long", "Expected tensor of dtype int32".
