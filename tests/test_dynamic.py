@@ -231,7 +231,9 @@ def test_synthesis_tries_index_columns_masks_and_leaving_optional_tensors_out(fi
     assert segments["inputs"]["shapes"] == "(3, 4), None"
     gram = function(report, "BatchedGram")  # `batch, rows, cols = x.size()`, then `assert rows == cols`
     assert gram["inputs"]["shapes"] == "(3, 4, 4)"
-    for entry in (gather, segments, gram):
+    stated = function(report, "MatrixTimesVector")  # `K : Tensor [n, n]`, `z : Tensor [n]`
+    assert stated["inputs"]["shapes"] == "(4, 4), (4,)"
+    for entry in (gather, segments, gram, stated):
         assert {"gradcheck", "gradgradcheck"} <= set(entry["ran"])
     assert not [f for f in findings if f["path"].endswith("guessed_shapes.py") and f["code"].startswith("AGL9")]
 
@@ -1026,6 +1028,15 @@ def test_a_failure_within_forwards_precision_or_an_eigenvector_phase_is_a_warnin
     assert "(within 2%: gradcheck passes with steps of 0.001 and a 2% tolerance" in failed["RoundedInside"]["message"]
     assert "within 2%" not in failed["RoundedInsideWrong"]["message"]  # a wrong factor misses at 2% too
     assert "forward calls `eig`, whose eigenvectors are defined up to a phase" in failed["Eigenvectors"]["message"]
+
+
+def test_a_mismatch_only_where_forward_ignores_the_input_is_a_warning(fixture_run):
+    _, findings, _ = fixture_run
+    failed = runtime(findings, "ignored_elements.py", "AGL901")
+    assert failed["PaddedTail"]["severity"] == "warning"
+    assert "(not certain: gradcheck disagrees only on elements of `x` that forward ignores, changing them changes " \
+           "nothing" in failed["PaddedTail"]["message"]
+    assert failed["ReluWithoutMask"]["severity"] == "error"  # flat where negative, but a large change is seen
 
 
 def test_a_mismatch_the_class_documents_is_a_warning_that_quotes_it(fixture_run):

@@ -419,8 +419,11 @@ def _uncertain_on_guesses(cls: type, inputs: Any, names: list[str], found: list,
     - AGL901 when an input that gradcheck fails for is one forward does not read, yet backward
       gives a gradient (``checks.GradcheckOutcome.unread``): a coupling the guess lacks (``factor``
       must be the factorization of ``a``), or a surrogate's gradient for a parameter.
+    - AGL901 when gradcheck disagrees only on elements of an input that forward ignores entirely
+      (a padding the callers zero), see ``checks._fails_only_where_ignored``.
     - AGL901 when gradcheck passes once the guessed square matrices are symmetric: backward
       derived for a covariance (a matrix square root by Newton-Schulz iterations).
+    - AGL903 when the only problem is a complex gradient for an input guessed real.
     - AGL903 when the only problem is the number of gradients and forward takes ``*args``: how
       many to pass there was guessed (a reversible block's ``*params`` are its modules').
     - AGL903 when every problem is a gradient shaped for a smaller input that broadcasts to the
@@ -432,6 +435,12 @@ def _uncertain_on_guesses(cls: type, inputs: Any, names: list[str], found: list,
     for finding in found:
         if finding.level in ("warning", "info"):
             result.append(finding)
+        elif finding.code == "AGL903" and "a complex gradient for a real input" in finding.message \
+                and all(kind == "dtype" for kind in finding.kinds):
+            result.append(replace(finding, level="warning", message=(
+                f"{finding.message} (not certain: the input was guessed real, and backward computes in complex "
+                "numbers: the class may be meant for a complex input; declare an @example to check it on real "
+                "inputs)")))
         elif finding.code == "AGL903" and finding.kinds == ("count",) and _variadic(cls):
             result.append(replace(finding, level="warning", message=(
                 f"{finding.message} (not certain: forward takes `*{_variadic(cls)}`, and how many arguments to "
@@ -448,6 +457,13 @@ def _uncertain_on_guesses(cls: type, inputs: Any, names: list[str], found: list,
                 f"{finding.message} (not certain: gradcheck passes once the guessed square matrix {square} is "
                 "symmetric, so backward may be derived for symmetric inputs (a covariance, a Gram matrix), as "
                 "the class's callers may always pass; declare an @example to check it on real inputs)")))
+        elif finding.code == "AGL901" and finding.ignored_elements:
+            ignored = ", ".join(f"`{names[index]}`" if index < len(names) else f"input {index}"
+                                for index in finding.ignored_elements)
+            result.append(replace(finding, level="warning", message=(
+                f"{finding.message} (not certain: gradcheck disagrees only on elements of {ignored} that forward "
+                "ignores, changing them changes nothing, yet backward gives them a gradient: the class may presume "
+                "them fixed (a zero padding its callers add); declare an @example to check it on real inputs)")))
         elif finding.code == "AGL901" and finding.unread_inputs:
             unread = ", ".join(f"`{names[index]}`" if index < len(names) else f"input {index}"
                                for index in finding.unread_inputs)

@@ -355,6 +355,7 @@ def code_slots(owner: Any, parameters: list[inspect.Parameter],
             slots[position] = replace(slot, values=(value, *[other for other in slot.values if other != value]),
                                       from_name=False)
     slots = tested_in_forward(owner, called_in_forward(owner, unpacked_in_calls(owner, slots)))
+    slots = stated_shapes(owner, slots)
     return stated_last_sizes(owner, stated_domains(owner, read_ranks(owner, _values_used_as_tensors(owner, slots))))
 
 
@@ -908,6 +909,40 @@ def stated_last_sizes(cls: type, slots: list[Slot]) -> list[Slot]:
     return [replace(slot, last=sizes[slot.name]) if slot.name in sizes else slot for slot in slots]
 
 
+# `K : Tensor [n, n]`, `x (Tensor): (B, N, 3)`: a bracket of sizes on the parameter's first line.
+_STATED_SHAPE = re.compile(r"[\[(]\s*((?:[A-Za-z_]\w*|\d+)(?:\s*[,x×]\s*(?:[A-Za-z_]\w*|\d+))*)\s*[\])]")
+_SYMBOL_SIZES = (4, 3, 5, 2, 6, 7)
+_NOT_SIZES = frozenset({"optional", "default", "tensor", "torch", "float", "int", "bool", "none", "array", "ndarray"})
+
+
+def stated_shapes(cls: type, slots: list[Slot]) -> list[Slot]:
+    """The float tensors' shapes where the docstring states every one of them with sizes
+    (``K : Tensor [n, n]`` beside ``z0 : Tensor [n]``): one size per symbol, in the order they
+    first appear, so that symbols shared between inputs stay equal and a square matrix stays
+    square. Nothing when one tensor's shape is not stated: a plan then sizes them all together."""
+    floats = [slot for slot in slots if slot.kind == FLOAT and slot.shape is None]
+    documentation = _documentation(cls) if floats else ""
+    if not documentation:
+        return slots
+    symbols: dict[str, int] = {}
+    shapes: dict[str, tuple[int, ...]] = {}
+    for slot in floats:
+        described = _parameter_text(documentation, slot.name).split("\n", 1)[0]
+        match = _STATED_SHAPE.search(described[described.find(slot.name) + len(slot.name):]) if described else None
+        if match is None:
+            return slots
+        shape = []
+        for size in re.split(r"\s*[,x×]\s*", match.group(1)):
+            if size.isdigit():
+                shape.append(int(size))
+                continue
+            if size.lower() in _NOT_SIZES or len(symbols) >= len(_SYMBOL_SIZES) and size not in symbols:
+                return slots
+            shape.append(symbols.setdefault(size, _SYMBOL_SIZES[len(symbols)]))
+        shapes[slot.name] = tuple(shape)
+    return [replace(slot, shape=shapes[slot.name]) if slot.name in shapes else slot for slot in slots]
+
+
 def _documentation(cls: type) -> str:
     """The class's docstring and forward's, where parameters, types and domains are described."""
     return "\n".join(filter(None, (inspect.getdoc(cls), inspect.getdoc(getattr(cls, "forward", None)))))
@@ -922,7 +957,8 @@ def _forward_source(cls: type) -> str:
 
 def _parameter_text(documentation: str, name: str) -> str:
     """The description of parameter ``name`` in a numpy- or Google-style docstring."""
-    match = re.search(rf"^(\s*){re.escape(name)}\s*(?::|\()[^\n]*\n((?:\1\s+[^\n]*\n?)*)", documentation, re.MULTILINE)
+    match = re.search(rf"^(\s*){re.escape(name)}\s*(?::|\()[^\n]*(?:\n|$)((?:\1\s+[^\n]*\n?)*)", documentation,
+                      re.MULTILINE)
     return (match.group(0) if match else "")
 
 
