@@ -121,3 +121,20 @@ def test_the_class_trees_are_used_not_copied():
 
     assembled = assemble(source_lines(text), ast.parse(text), class_tree)
     assert assembled.module.body[1].body is trees[0].node.body
+
+
+def test_code_of_an_edited_module_generates_only_the_changed_classes():
+    from autograd_lint.fix.edits import Round
+
+    text = textwrap.dedent(LAYOUTS["comments and blank lines around classes"])
+    assembled = _assembled(text)
+    module = assembled.module
+    positions = assembled.positions()
+    one = next(n for n, where in positions.items() if isinstance(n, cst.Integer) and where[0] == 10)  # A's x = 1
+    round_ = Round()
+    round_.edits[one] = cst.Integer("2")
+    edited = round_.apply(module)
+    assert assembled.code_of(edited) == edited.code == text.replace("    x = 1\n", "    x = 2\n", 1)
+    # A statement added outside the classes: the whole code is generated.
+    added = edited.with_changes(body=[*edited.body, cst.parse_statement("z = 3\n")])
+    assert assembled.code_of(added) == added.code

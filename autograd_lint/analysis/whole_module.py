@@ -43,9 +43,39 @@ class AssembledModule:
     """The whole-module tree, and for each class put in it the tree it came from and its text
     (what ``positions`` places without generating the class's code again)."""
 
-    def __init__(self, module: cst.Module, pieces: dict[cst.ClassDef, tuple[SnippetTree, cst.ClassDef, str]]) -> None:
+    def __init__(self, module: cst.Module, pieces: dict[cst.ClassDef, tuple[SnippetTree, cst.ClassDef, str]],
+                 lines: list[str], spans: dict[cst.ClassDef, tuple[int, int]]) -> None:
         self.module = module
         self._pieces = pieces  # class node in ``module`` -> (its tree, the tree's class node, its text)
+        self._lines = lines  # the text's
+        self._spans = spans  # class node in ``module`` -> its first and last line (1-based)
+
+    def code_of(self, edited: cst.Module) -> str:
+        """``edited.code`` for ``edited``, this module with some of its classes rebuilt (as
+        ``fix.edits.Round.apply`` makes it: the statements it did not change are the very
+        nodes of this module). Only the classes that changed are generated again; the other
+        lines are this text's. Everything else (a statement added, removed or changed outside
+        the classes, a class's leading lines) makes the whole code generated."""
+        module = self.module
+        if (len(edited.body) != len(module.body) or not _same_nodes(edited.header, module.header)
+                or not _same_nodes(edited.footer, module.footer) or edited.default_indent != module.default_indent
+                or edited.default_newline != module.default_newline or not edited.has_trailing_newline):
+            return edited.code
+        lines = self._lines
+        parts: list[str] = []
+        done = 0  # lines of this text already in ``parts``
+        for old, new in zip(module.body, edited.body):
+            if new is old:
+                continue
+            span = self._spans.get(old)
+            if span is None or not isinstance(new, cst.ClassDef) or not _same_nodes(new.leading_lines, old.leading_lines):
+                return edited.code
+            first, last = span
+            parts.extend(lines[done:first - 1])
+            parts.append(edited.code_for_node(new.with_changes(leading_lines=())))
+            done = last
+        parts.extend(lines[done:])
+        return "".join(parts)
 
     def positions(self) -> dict[cst.CSTNode, Position]:
         """``node_positions(self.module)``, with each class's positions taken from its own tree
@@ -126,19 +156,25 @@ def assemble(lines: list[str], tree: ast.Module,
     if not _same_settings(skeleton_module, [tree.module for tree, _, _ in trees]):
         return None
     pieces: dict[cst.ClassDef, tuple[SnippetTree, cst.ClassDef, str]] = {}
+    class_spans: dict[cst.ClassDef, tuple[int, int]] = {}
     body = []
-    placeholders = iter(trees)
+    placeholders = iter(zip(trees, spans))
     for statement in skeleton_module.body:
         if isinstance(statement, cst.ClassDef) and statement.name.value.startswith(_PLACEHOLDER):
-            piece = next(placeholders, None)
+            piece, span = next(placeholders, (None, None))
             if piece is None or statement.name.value != f"{_PLACEHOLDER}{len(pieces)}":
                 return None
             statement = piece[1].with_changes(leading_lines=statement.leading_lines)
             pieces[statement] = piece
+            class_spans[statement] = span
         body.append(statement)
     if len(pieces) != len(trees):
         return None
-    return AssembledModule(skeleton_module.with_changes(body=body), pieces)
+    return AssembledModule(skeleton_module.with_changes(body=body), pieces, lines, class_spans)
+
+
+def _same_nodes(these, those) -> bool:
+    return len(these) == len(those) and all(a is b for a, b in zip(these, those))
 
 
 def _only_next_statement_lines(lines: list[str], last: int) -> bool:

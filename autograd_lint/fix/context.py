@@ -106,6 +106,13 @@ class FixContext:
             return self._assembled.positions()
         return node_positions(module)
 
+    def code_of(self, edited: cst.Module) -> str:
+        """The code of ``edited``, ``module`` with a round's edits made: only the classes that
+        changed are generated again when ``module`` was built from class trees."""
+        if self._assembled is not None and self.__dict__.get("module") is self._assembled.module:
+            return self._assembled.code_of(edited)
+        return edited.code
+
     def focused(self, findings: list[Finding]) -> "FixContext":
         """A context whose libcst tree holds only the classes of ``findings`` (self when one of
         them needs more); the file and its model are shared, not computed again."""

@@ -198,7 +198,8 @@ def _one_round(source: SourceFile, findings: list[Finding], unsafe: bool,
             answers[finding] = fix.safe if fix is not None else None
             if fix is not None and (fix.safe or unsafe) and accepted.accept(fix, lambda n: _span(context, n)):
                 applied.append(finding)
-        new_text = accepted.apply(context.module, context.parents, context.positions).code if applied else source.text
+        new_text = (context.code_of(accepted.apply(context.module, context.parents, context.positions))
+                    if applied else source.text)
     except cst.ParserSyntaxError:  # the whole module's parse (fix_for lets that one through)
         return [], source.text, None
     failures.extend(line for line in round_failures if line not in failures)
