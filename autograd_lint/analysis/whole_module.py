@@ -138,7 +138,7 @@ def assemble(lines: list[str], tree: ast.Module,
         done = last
     skeleton.extend(lines[done:])
     skeleton_text = "".join(skeleton)
-    if _LONE_BACKSLASH.search(skeleton_text):
+    if _LONE_BACKSLASH.search("".join(lines)):  # libcst's grammar lags CPython's there
         return None
     try:
         skeleton_module = cst.parse_module(skeleton_text)

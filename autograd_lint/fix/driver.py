@@ -5,6 +5,9 @@ For each file with fixable findings: ask the fixers, apply the fixes that do not
 lint the new text again (one fix can expose or settle another), and repeat, at most
 ``MAX_ROUNDS`` times. The result must parse (libcst and ``compile``) or the file is left as it
 was. Nothing is written without ``--fix``; with ``--diff`` the changes are printed instead.
+A round's whole-module tree is put together from the libcst trees of the file's classes that
+the lint before it parsed (``analysis.whole_module``), and so is the check of its result (each
+changed class parsed alone, which the next lint reads), where that gives the tree a parse would.
 
 Later rounds lint the file on its own (``engine.lint_text``): facts from other files (an
 ``.apply`` call elsewhere, a base class in another module) are then unknown, which can only
