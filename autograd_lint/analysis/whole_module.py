@@ -11,7 +11,7 @@ placeholder's leading lines: the comments and blank lines above the class).
 
 The result must be the tree ``cst.parse_module`` gives (``deep_equals``) and the positions those
 ``node_positions`` gives, in the same order (tests/test_whole_module.py checks both on every
-fixture and on the installed torch's files that define Function classes). Where the two could
+fixture; bench/NOTES.md says how the installed torch's files fared). Where the two could
 differ, ``assemble`` gives None and the caller parses the whole text as before:
 - lines after a class that libcst could give to the class's block (its ``footer``: anything
   indented, or a line of only spaces) rather than to the next statement;
