@@ -218,6 +218,46 @@ def test_a_fixer_that_raises_is_reported_with_fix_and_silent_without(tmp_path: P
     assert plain.returncode == 1 and plain.stdout.count(": AGL103 ") == 3
 
 
+MANY_CLASSES = "import torch\n" + "".join(f"""
+# class {i}
+class Scale{i}(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.x = x
+        return x * w
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * ctx.x
+""" for i in range(6))
+
+
+def test_a_fixing_run_builds_the_whole_module_from_its_classes_and_fixes_the_same(tmp_path: Path, monkeypatch):
+    # Each round's whole-module tree is put together from the class trees the lint parsed
+    # (analysis/whole_module.py): libcst never parses the whole text, and the fixes are those
+    # of a whole parse.
+    from autograd_lint.fix import context
+
+    target = write(tmp_path / "many.py", MANY_CLASSES)
+    parsed: list[int] = []
+    parse_module = cst.parse_module
+
+    def counting(source, *args, **kwargs):
+        parsed.append(len(source))
+        return parse_module(source, *args, **kwargs)
+
+    monkeypatch.setattr(cst, "parse_module", counting)
+    assembled = run_in_process("--no-cache", "--diff", "--unsafe-fixes", target.name, cwd=tmp_path)
+    assert assembled.returncode == 1 and assembled.stdout.count("+        ctx.save_for_backward(x)") == 6
+    assert parsed and max(parsed) < len(MANY_CLASSES) / 2, parsed
+
+    parsed.clear()
+    monkeypatch.setattr(context, "assemble", lambda *args, **kwargs: None)
+    whole = run_in_process("--no-cache", "--diff", "--unsafe-fixes", target.name, cwd=tmp_path)
+    assert max(parsed) >= len(MANY_CLASSES)  # the same run, parsing the whole text
+    assert (whole.stdout, whole.stderr, whole.returncode) == (assembled.stdout, assembled.stderr, assembled.returncode)
+
+
 def test_the_libcst_free_list_of_fixable_codes_matches_the_registry():
     """cli and engine decide from FIXABLE_CODES whether to load the fixers at all."""
     from autograd_lint.fix.options import FIXABLE_CODES

@@ -33,14 +33,21 @@ _NEWLINE = re.compile(r"\r\n?|\n")
 def node_positions(module: cst.Module) -> dict[cst.CSTNode, Position]:
     """Each node of ``module`` (the module itself included) and its position, as
     ``PositionProvider`` gives it."""
-    try:
-        state = _recording_state(module)
-    except (ImportError, TypeError, AttributeError):  # a libcst whose state is built otherwise
-        state = None
+    state = recording_state(module)
     if state is None:
         return _positions_by_wrapper(module)
     module._codegen(state)
     return state.provider
+
+
+def recording_state(module: cst.Module):
+    """A code generation state for ``module`` that records each node's position into its
+    ``provider`` dict (as ``node_positions`` does); None with a libcst whose state is built
+    otherwise (then only ``node_positions``'s fallback gives positions)."""
+    try:
+        return _recording_state(module)
+    except (ImportError, TypeError, AttributeError):
+        return None
 
 
 def _positions_by_wrapper(module: cst.Module) -> dict[cst.CSTNode, Position]:

@@ -62,6 +62,11 @@ class ParsedClass:
         self._column_offset = column_offset
         self._dedented_lines = dedented_lines
 
+    @property
+    def tree(self) -> SnippetTree:
+        """The tree it was parsed into, with its positions (shared by the texts it serves)."""
+        return self._tree
+
     def derived(self, node: cst.CSTNode) -> dict:
         """The store of what is derived from ``node`` of this tree alone (``SnippetTree.derived``)."""
         return self._tree.derived.setdefault(id(node), {})

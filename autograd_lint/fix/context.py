@@ -26,6 +26,7 @@ from autograd_lint.analysis.positions import Position, node_positions
 from autograd_lint.analysis.project import ProjectFacts
 from autograd_lint.analysis.source_file import SourceFile
 from autograd_lint.analysis.syntax import code_children, source_lines
+from autograd_lint.analysis.whole_module import AssembledModule, assemble
 from autograd_lint.catalogue import RULES
 from autograd_lint.findings import Finding
 
@@ -41,14 +42,22 @@ WHOLE_MODULE_CODES = frozenset(code for code, info in RULES.items() if info.fix_
 
 class FixContext:
     def __init__(self, source: SourceFile, focus: Optional[list[tuple[int, int]]] = None,
-                 whole: Optional["FixContext"] = None, module: Optional[cst.Module] = None) -> None:
+                 whole: Optional["FixContext"] = None, module: Optional[cst.Module] = None,
+                 from_class_trees: bool = False, assembled: Optional[AssembledModule] = None) -> None:
         """``focus``: (first line, last line) ranges, each a whole class statement; the libcst
         tree then holds only those lines (see the module docstring). libcst parses on first
         use of ``module``, which raises ``cst.ParserSyntaxError`` if it cannot. ``whole``: the
         file's unfocused context, whose model a focused one shares (``focused``). ``module``:
-        the whole file's libcst tree, when the caller has parsed the text already."""
-        if module is not None and focus is None:
-            self.__dict__["module"] = module  # what the cached property would parse
+        the whole file's libcst tree, when the caller has parsed the text already.
+        ``from_class_trees``: build the whole module (and its positions) from the libcst trees
+        of the file's classes that ``source``'s lint parsed (``analysis.whole_module``) where
+        that gives the tree a parse would, rather than take ``module`` or parse the text;
+        ``assembled``: such a module, built already (``whole_module``)."""
+        self._given_module = module if focus is None else None
+        self._from_class_trees = from_class_trees and focus is None
+        self._assembled = assembled if focus is None else None  # the module, when built from class trees
+        if self._assembled is not None:
+            self.__dict__["module"] = self._assembled.module  # what the cached property would make
         self.source = source
         self.focus = focus
         self._whole = whole  # None for the whole context itself (no reference cycle to itself)
@@ -71,6 +80,12 @@ class FixContext:
 
     @cached_property
     def module(self) -> cst.Module:
+        if self._from_class_trees:
+            self._assembled = whole_module(self.source)
+            if self._assembled is not None:
+                return self._assembled.module
+        if self._given_module is not None:
+            return self._given_module
         try:
             if self.focus is None:
                 return cst.parse_module(self.text)
@@ -86,7 +101,17 @@ class FixContext:
     def positions(self) -> dict[cst.CSTNode, Position]:
         """Each node of ``module`` and its (line, column, end line, end column) in the libcst
         tree (0-based columns; lines before the tree's first are not counted: ``start``)."""
-        return node_positions(self.module)
+        module = self.module  # parsed or assembled first
+        if self._assembled is not None:
+            return self._assembled.positions()
+        return node_positions(module)
+
+    def code_of(self, edited: cst.Module) -> str:
+        """The code of ``edited``, ``module`` with a round's edits made: only the classes that
+        changed are generated again when ``module`` was built from class trees."""
+        if self._assembled is not None and self.__dict__.get("module") is self._assembled.module:
+            return self._assembled.code_of(edited)
+        return edited.code
 
     def focused(self, findings: list[Finding]) -> "FixContext":
         """A context whose libcst tree holds only the classes of ``findings`` (self when one of
@@ -217,6 +242,18 @@ class FixContext:
         name = self.same_node(method, method.node.name)
         parent = self.parent(name) if name is not None else None
         return parent if isinstance(parent, cst.FunctionDef) else None
+
+
+def whole_module(source: SourceFile) -> Optional[AssembledModule]:
+    """The file's whole libcst module from the trees of its classes (``source.parsed_class``:
+    the ones its lint parsed, or parses); None where that cannot stand for a parse of the text
+    (then the caller parses it, which reports what libcst cannot read)."""
+    if source.tree is None:
+        return None
+    try:
+        return assemble(source.lines, source.tree, source.parsed_class)
+    except (cst.ParserSyntaxError, RecursionError):
+        return None
 
 
 def focus_of(context: FixContext, findings: list[Finding]) -> Optional[list[tuple[int, int]]]:

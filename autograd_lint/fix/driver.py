@@ -5,6 +5,9 @@ For each file with fixable findings: ask the fixers, apply the fixes that do not
 lint the new text again (one fix can expose or settle another), and repeat, at most
 ``MAX_ROUNDS`` times. The result must parse (libcst and ``compile``) or the file is left as it
 was. Nothing is written without ``--fix``; with ``--diff`` the changes are printed instead.
+A round's whole-module tree is put together from the libcst trees of the file's classes that
+the lint before it parsed (``analysis.whole_module``), and so is the check of its result (each
+changed class parsed alone, which the next lint reads), where that gives the tree a parse would.
 
 Later rounds lint the file on its own (``engine.lint_text``): facts from other files (an
 ``.apply`` call elsewhere, a base class in another module) are then unknown, which can only
@@ -18,16 +21,17 @@ import io
 import sys
 import tokenize
 from dataclasses import dataclass, field, replace
-from typing import Callable, Optional, TextIO
+from typing import Callable, Optional, TextIO, Union
 
 import libcst as cst
 
 from autograd_lint.analysis.snippet import offer_class_trees
 from autograd_lint.analysis.source_file import SourceFile
+from autograd_lint.analysis.whole_module import AssembledModule
 from autograd_lint.engine import lint_text
 from autograd_lint.findings import Finding
 from autograd_lint.fix.available import annotate, fix_for, remember, remember_answers
-from autograd_lint.fix.context import FixContext
+from autograd_lint.fix.context import FixContext, whole_module
 from autograd_lint.fix.edits import Round
 from autograd_lint.fix.options import FixOptions, fix_counts
 from autograd_lint.fix.registry import FIXERS
@@ -141,14 +145,18 @@ def fix_file(path: str, findings: list[Finding], selection, unsafe: bool, data: 
     result = FileFix(path, before=text, encoding=encoding)
     current = text
     source = SourceFile(path, text=text)
-    module: Optional[cst.Module] = None  # the libcst tree of ``current``, once parsed
+    # The libcst tree of ``current``, once checked: parsed whole, or built from the trees of its
+    # classes (``whole_module.assemble``, with their positions); None: the first round builds it
+    # from the trees of the run's lint.
+    module: Union[cst.Module, AssembledModule, None] = None
     for _ in range(MAX_ROUNDS):
         applied, new_text, answers = _one_round(source, findings, unsafe, result.fixer_failures, module)
         if answers is not None:
             remember(path, current, answers)
         if not applied or new_text == current:
             break
-        problem, module = _verify(path, new_text, encoding)
+        new_source = SourceFile(path, text=new_text)
+        problem, module = _verify(new_source, encoding)
         if problem:
             codes = ", ".join(sorted({f.code for f in applied}))
             return FileFix(path, before=text, error=f"fix for {codes} {problem}; file left unchanged",
@@ -156,8 +164,8 @@ def fix_file(path: str, findings: list[Finding], selection, unsafe: bool, data: 
         current, result.fixed = new_text, result.fixed + len(applied)
         # The next round reads the file this lint read: its classes are parsed (and their
         # positions known) once for both.
-        source = SourceFile(path, text=current)
-        if source.tree is not None:
+        source = new_source
+        if source.tree is not None and isinstance(module, cst.Module):
             offer_class_trees(source.lines, source.tree, module, {f.function_class for f in applied})
         findings = _lint_alone(source, selection)
     result.after = current if current != text else None
@@ -165,12 +173,13 @@ def fix_file(path: str, findings: list[Finding], selection, unsafe: bool, data: 
 
 
 def _one_round(source: SourceFile, findings: list[Finding], unsafe: bool,
-               failures: list[str], module: Optional[cst.Module] = None,
+               failures: list[str], module: Union[cst.Module, AssembledModule, None] = None,
                ) -> tuple[list[Finding], str, Optional[dict[Finding, Optional[bool]]]]:
     """The findings fixed, the new text, and what the fixers answered for each fixable finding
     (None: no fix; else whether it is safe), None when they could not be asked. ``module``: the
-    libcst tree of ``source``'s text when the caller has parsed it (the check of the last
-    round's result), so that this round does not parse it again."""
+    libcst tree of ``source``'s text when the caller has made it (the check of the last
+    round's result), so that this round does not make it again; None: it is built from the
+    trees of the classes ``source``'s lint parsed, where that gives the tree a parse would."""
     fixable = sorted(f for f in findings if f.code in FIXERS)
     if not fixable:
         return [], source.text, {}
@@ -178,7 +187,10 @@ def _one_round(source: SourceFile, findings: list[Finding], unsafe: bool,
     # findings all have no fix (decided on the model and the classes' own trees) never pays
     # for it. A file libcst cannot parse whole gets no fix rather than a wrong one (its
     # grammar lags CPython's); what the fixers said before that is dropped with the round.
-    context = FixContext(source, module=module)
+    if isinstance(module, AssembledModule):
+        context = FixContext(source, assembled=module)
+    else:
+        context = FixContext(source, module=module, from_class_trees=module is None)
     accepted = Round()
     applied = []
     answers: dict[Finding, Optional[bool]] = {}
@@ -189,7 +201,8 @@ def _one_round(source: SourceFile, findings: list[Finding], unsafe: bool,
             answers[finding] = fix.safe if fix is not None else None
             if fix is not None and (fix.safe or unsafe) and accepted.accept(fix, lambda n: _span(context, n)):
                 applied.append(finding)
-        new_text = accepted.apply(context.module, context.parents, context.positions).code if applied else source.text
+        new_text = (context.code_of(accepted.apply(context.module, context.parents, context.positions))
+                    if applied else source.text)
     except cst.ParserSyntaxError:  # the whole module's parse (fix_for lets that one through)
         return [], source.text, None
     failures.extend(line for line in round_failures if line not in failures)
@@ -201,12 +214,17 @@ def _span(context: FixContext, node: cst.CSTNode):
     return (line, column), (end_line, end_column)
 
 
-def _verify(path: str, text: str, encoding: str) -> tuple[Optional[str], Optional[cst.Module]]:
-    """(None, its libcst tree) when ``text`` is a module Python and libcst both accept; else
-    (why not, None). The tree serves the next round."""
+def _verify(source: SourceFile, encoding: str) -> tuple[Optional[str], Union[cst.Module, AssembledModule, None]]:
+    """(None, its libcst tree) when ``source``'s text is a module Python and libcst both
+    accept; else (why not, None). The tree serves the next round. It is built from the trees of
+    the text's classes, each parsed alone (which the next lint reads, rather than parse them
+    again), where that gives the tree a whole-module parse would (``whole_module.assemble``:
+    then libcst accepts the whole text, since it accepts each piece); else the text is parsed
+    whole."""
+    text = source.text
     try:
-        module = cst.parse_module(text)
-        compile(text.encode(encoding), path, "exec", dont_inherit=True)
+        module = whole_module(source) or cst.parse_module(text)
+        compile(text.encode(encoding), source.path, "exec", dont_inherit=True)
     except UnicodeEncodeError:
         return f"would not encode as {encoding}", None
     except (cst.ParserSyntaxError, SyntaxError, ValueError):

@@ -122,20 +122,42 @@ def _ancestors(module: cst.Module, edits: dict[cst.CSTNode, Replacement], parent
 def _path_by_span(module: cst.Module, target: cst.CSTNode,
                   positions: dict[cst.CSTNode, tuple[int, int, int, int]]) -> Optional[list[cst.CSTNode]]:
     """The nodes from ``module`` down to ``target``'s parent, descending only into the children
-    whose span holds ``target``'s (None when it is not found so)."""
+    whose span holds ``target``'s (None when it is not found so). A node's span can leave out
+    some of its tokens (an indented block's starts on its first statement's line, not with the
+    comment after the ``:`` before it): then the smallest node found whose span holds
+    ``target``'s (a class) is searched whole, rather than the whole module."""
     span = positions.get(target)
     if span is None:
         return None
     start, end = span[:2], span[2:]
     stack: list[tuple[cst.CSTNode, list[cst.CSTNode]]] = [(module, [module])]
+    holding: list[list[cst.CSTNode]] = []  # the paths to the nodes found holding it, in search order
     while stack:
         node, path = stack.pop()
+        holding.append(path)
         for child in children(node):
             if child is target:
                 return path
             where = positions.get(child)
             if where is not None and where[:2] <= start and end <= where[2:]:
                 stack.append((child, path + [child]))
+    for path in reversed(holding[1:]):  # not the module: that is the caller's whole walk
+        found = _path_within(path[-1], target)
+        if found is not None:
+            return path + found
+    return None
+
+
+def _path_within(node: cst.CSTNode, target: cst.CSTNode) -> Optional[list[cst.CSTNode]]:
+    """The nodes strictly below ``node`` down to ``target``'s parent ([] when ``target`` is a
+    child of ``node``; None when it is not below it)."""
+    stack: list[tuple[cst.CSTNode, list[cst.CSTNode]]] = [(node, [])]
+    while stack:
+        current, path = stack.pop()
+        for child in children(current):
+            if child is target:
+                return path
+            stack.append((child, path + [child]))
     return None
 
 
