@@ -48,7 +48,8 @@ def pytest_configure(config: pytest.Config) -> None:
 # would leave the other worker idle for its whole length. A file missing here only loses its place.
 LONGEST_FIRST = ("test_dynamic_resume.py", "test_flake8.py", "test_dynamic.py", "test_project_wide.py",
                  "test_dynamic_isolation.py", "test_jobs_and_cache.py", "test_syntax_children.py",
-                 "test_server.py", "test_fix_focus.py", "test_dynamic_confirm_cli.py", "test_sarif.py",
+                 "test_server.py", "test_fix_focus.py", "test_whole_module.py", "test_dynamic_confirm_cli.py",
+                 "test_sarif.py",
                  "test_dynamic_sandbox.py", "test_corpus_torch.py")
 
 
