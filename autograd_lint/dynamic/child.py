@@ -401,6 +401,10 @@ def _uncertain(finding: Any, guessed_constants: tuple[str, ...]) -> Any:
                            "real inputs)")
 
 
+def _input_names(indices: tuple[int, ...], names: list[str]) -> str:
+    return ", ".join(f"`{names[index]}`" if index < len(names) else f"input {index}" for index in indices)
+
+
 def _variadic(cls: type) -> str:
     """The name of forward's ``*args`` parameter, or ``""``."""
     from autograd_lint.dynamic.synthesis import forward_parameters
@@ -451,22 +455,19 @@ def _uncertain_on_guesses(cls: type, inputs: Any, names: list[str], found: list,
                 f"{finding.message} (not certain: the inputs' shapes were guessed, and the class may be "
                 "meant for that smaller shape; declare an @example to check it on real inputs)")))
         elif finding.code == "AGL901" and finding.symmetric_passes:
-            square = ", ".join(f"`{names[index]}`" if index < len(names) else f"input {index}"
-                               for index in finding.symmetric_passes)
+            square = _input_names(finding.symmetric_passes, names)
             result.append(replace(finding, level="warning", message=(
                 f"{finding.message} (not certain: gradcheck passes once the guessed square matrix {square} is "
                 "symmetric, so backward may be derived for symmetric inputs (a covariance, a Gram matrix), as "
                 "the class's callers may always pass; declare an @example to check it on real inputs)")))
         elif finding.code == "AGL901" and finding.ignored_elements:
-            ignored = ", ".join(f"`{names[index]}`" if index < len(names) else f"input {index}"
-                                for index in finding.ignored_elements)
+            ignored = _input_names(finding.ignored_elements, names)
             result.append(replace(finding, level="warning", message=(
                 f"{finding.message} (not certain: gradcheck disagrees only on elements of {ignored} that forward "
                 "ignores, changing them changes nothing, yet backward gives them a gradient: the class may presume "
                 "them fixed (a zero padding its callers add); declare an @example to check it on real inputs)")))
         elif finding.code == "AGL901" and finding.unread_inputs:
-            unread = ", ".join(f"`{names[index]}`" if index < len(names) else f"input {index}"
-                               for index in finding.unread_inputs)
+            unread = _input_names(finding.unread_inputs, names)
             result.append(replace(finding, level="warning", message=(
                 f"{finding.message} (not certain: forward does not read {unread}, yet backward gives it a "
                 "gradient: the class may presume a coupling with another input that the guessed inputs lack "

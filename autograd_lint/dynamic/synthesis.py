@@ -354,7 +354,7 @@ def code_slots(owner: Any, parameters: list[inspect.Parameter],
         elif slot.kind == "value":  # the user's own number first, then the name's guess
             slots[position] = replace(slot, values=(value, *[other for other in slot.values if other != value]),
                                       from_name=False)
-    slots = tested_in_forward(owner, called_in_forward(owner, unpacked_in_calls(owner, slots)))
+    slots = read_from_forward(owner, slots)
     slots = stated_shapes(owner, slots)
     return stated_last_sizes(owner, stated_domains(owner, read_ranks(owner, _values_used_as_tensors(owner, slots))))
 
@@ -1033,15 +1033,27 @@ def forward_function(cls: type) -> Optional[ast.FunctionDef]:
     return next((node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)), None)
 
 
-def tested_in_forward(cls: type, slots: list[Slot]) -> list[Slot]:
+def read_from_forward(cls: type, slots: list[Slot]) -> list[Slot]:
+    """The guessed tensors that forward's code shows are something else, read in one parse:
+    ``unpacked_in_calls``, then ``called_in_forward``, then ``tested_in_forward``."""
+    function = forward_function(cls) if _guessed(slots) else None
+    if function is None:
+        return slots
+    for reader in (unpacked_in_calls, called_in_forward, tested_in_forward):
+        slots = reader(function, slots)
+    return slots
+
+
+def _guessed(slots: list[Slot]) -> set[str]:
+    return {slot.name for slot in slots if slot.kind == FLOAT and slot.guessed}
+
+
+def tested_in_forward(function: ast.FunctionDef, slots: list[Slot]) -> list[Slot]:
     """Guessed tensors that forward compares with strings (``if mode == 'zero':``, ``mode in
     ('a', 'b')``): those strings, in the order the code names them; or tests as a condition on
     their own (``if normalize:``, ``not inplace``): False, then True. A tensor of several values
     raises there ("Boolean value of Tensor with more than one value is ambiguous")."""
-    guessed = {slot.name for slot in slots if slot.kind == FLOAT and slot.guessed}
-    function = forward_function(cls) if guessed else None
-    if function is None:
-        return slots
+    guessed = _guessed(slots)
     strings: dict[str, list[str]] = {}
     flags: set[str] = set()
     for node in ast.walk(function):
@@ -1064,28 +1076,22 @@ def tested_in_forward(cls: type, slots: list[Slot]) -> list[Slot]:
             else slot for slot in slots]
 
 
-def called_in_forward(cls: type, slots: list[Slot]) -> list[Slot]:
+def called_in_forward(function: ast.FunctionDef, slots: list[Slot]) -> list[Slot]:
     """Guessed tensors that forward calls by name (``y1 = x1 + fm(x2)``): the stand-in callable,
     not a tensor that would raise "'Tensor' object is not callable". Each such parameter at once:
     the second tries change one slot at a time, and two halves of a reversible block need both."""
-    guessed = {slot.name for slot in slots if slot.kind == FLOAT and slot.guessed}
-    function = forward_function(cls) if guessed else None
-    if function is None:
-        return slots
+    guessed = _guessed(slots)
     called = {node.func.id for node in ast.walk(function)
               if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in guessed}
     return [Slot(slot.name, "value", (_identity,)) if slot.name in called else slot for slot in slots]
 
 
-def unpacked_in_calls(cls: type, slots: list[Slot]) -> list[Slot]:
+def unpacked_in_calls(function: ast.FunctionDef, slots: list[Slot]) -> list[Slot]:
     """Guessed tensors that forward unpacks into a call, ``op(x, *args, **kwargs)`` with ``args``
     and ``kwargs`` ordinary parameters (the caller passes the op's extra arguments along): an
     empty tuple for ``*args``, an empty dict for ``**kwargs``, where a tensor raises ("argument
     after ** must be a mapping")."""
-    guessed = {slot.name for slot in slots if slot.kind == FLOAT and slot.guessed}
-    function = forward_function(cls) if guessed else None
-    if function is None:
-        return slots
+    guessed = _guessed(slots)
     empty: dict[str, Any] = {}
     for node in ast.walk(function):
         if not isinstance(node, ast.Call):
