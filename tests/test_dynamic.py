@@ -940,6 +940,18 @@ def test_a_class_of_an_uncalled_function_is_defined_from_its_source(fixture_run)
     assert "defined from its source: `make_wrong_cube()`" in wrong["evidence"], wrong
 
 
+def test_complex_gradients_for_real_guesses_are_checked_on_complex_inputs(fixture_run):
+    """Backward returns complex gradients for the guessed real inputs (autograd raises): the same
+    guess made complex is checked; the right class passes, the wrong one is a warning only."""
+    _, findings, report = fixture_run
+    right = function(report, "ExpOfImaginary")
+    assert right["status"] == "checked" and right["runtime_findings"] == [], right
+    assert "real tensors made complex" in right["inputs"]["detail"], right
+    wrong = runtime(findings, "complex_gradients.py", "AGL901")["ExpOfImaginaryNoConjugate"]
+    assert wrong["severity"] == "warning", wrong
+    assert "not certain: backward returned complex gradients for the guessed real inputs" in wrong["message"]
+
+
 def test_a_forward_that_calls_exit_reads_as_one(fixture_run):
     result, _, report = fixture_run
     (entry,) = [entry for entry in report["functions"]

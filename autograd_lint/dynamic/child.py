@@ -474,6 +474,8 @@ def _uncertain_on_guesses(cls: type, inputs: Any, names: list[str], found: list,
     - AGL901 when gradcheck passes once the guessed square matrices are symmetric: backward
       derived for a covariance (a matrix square root by Newton-Schulz iterations).
     - AGL903 when the only problem is a complex gradient for an input guessed real.
+    - AGL901, AGL902 on inputs made complex because backward returned complex gradients for the
+      real ones (``inputs.MADE_COMPLEX``): the class may be meant for real inputs only.
     - AGL903 when the only problem is the number of gradients and forward takes ``*args``: how
       many to pass there was guessed (a reversible block's ``*params`` are its modules').
     - AGL903 when every problem is a gradient shaped for a smaller input that broadcasts to the
@@ -481,6 +483,8 @@ def _uncertain_on_guesses(cls: type, inputs: Any, names: list[str], found: list,
       for the 0-d parameter it is always given). Axes swapped, or any other shape, stay errors."""
     if inputs.source != "synthesized":
         return found
+    from autograd_lint.dynamic.inputs import MADE_COMPLEX
+
     result = []
     for finding in found:
         if finding.level in ("warning", "info"):
@@ -491,6 +495,11 @@ def _uncertain_on_guesses(cls: type, inputs: Any, names: list[str], found: list,
                 f"{finding.message} (not certain: the input was guessed real, and backward computes in complex "
                 "numbers: the class may be meant for a complex input; declare an @example to check it on real "
                 "inputs)")))
+        elif finding.code in _JUDGED_BY_GRADIENTS and MADE_COMPLEX in inputs.detail:
+            result.append(replace(finding, level="warning", message=(
+                f"{finding.message} (not certain: backward returned complex gradients for the guessed real "
+                "inputs, so they were made complex for gradcheck, and the class may be meant for real inputs "
+                "only; declare an @example to check it on real inputs)")))
         elif finding.code == "AGL903" and finding.kinds == ("count",) and _variadic(cls):
             result.append(replace(finding, level="warning", message=(
                 f"{finding.message} (not certain: forward takes `*{_variadic(cls)}`, and how many arguments to "
