@@ -49,7 +49,14 @@ All of it stays within ``inputs.SEARCH_BUDGET_S``.
 Forward's code fixes some shapes before any error (``read_ranks``): ``N, C, H, W = x.shape``
 unpacks exactly four dimensions, ``x[:, :, None, :]`` indexes at least three (``ranked_shape``:
 small, the last two sizes even and different, as forwards that halve need). A plain value that a
-name alone suggested (``low``) is a tensor where forward fixes its rank so. A
+name alone suggested (``low``) is a tensor where forward fixes its rank so, or reads what only a
+tensor has (``scale.device``, ``mu.detach()``: ``tensor_only_reads``). A guessed tensor that forward
+uses where only a Python number fits is one (``counted_in_forward``: a dimension ``x.sum(d)``, a
+count ``range(k)``, ``x[:k]``, a size ``x.view(-1, k)``, an int compared in a test, a clamp's
+bounds). A tensor handed to a square-only op (``torch.linalg.solve``) puts the square plans first,
+and a last size compared with a number (``assert x.shape[-1] == 3``) is that size (``read_shapes``);
+a matrix product's error ("mat1 and mat2 shapes cannot be multiplied (3x4 and 6x4)") gives the
+first input's last size (``_matrix_product_sized``). A
 ``grid`` beside an input is a sampling grid ``(B, *out, D)``, D the input's number of spatial
 dimensions (a plan of its own, first), and a size parameter beside it (``shape``) the spatial size
 (``Plan.size``), the input then also tried as what is pushed there, ``(B, C, *out)``.
