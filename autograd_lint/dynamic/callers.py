@@ -95,7 +95,8 @@ def candidates(cls: type, module: Any, files: list[str], seed: int,
                 # only): forward's output would need no gradient and backward never run. Its float
                 # tensors require grad, as a guess (as for a documented example that shows forward only).
                 captured, grad_positions = _wanting_grad(captured)
-                detail = f"{detail}, its float tensors made to require grad" if grad_positions else detail
+                if grad_positions:  # ("no float tensor: " for a caller without parameters)
+                    detail = f"{detail.rstrip(': ')}, its float tensors made to require grad"
             yield Candidate("synthesized", f"through {label}, {detail}", _recipe(captured), grad_positions,
                             shapes_known=True)
             captures += 1
