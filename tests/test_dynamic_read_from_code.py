@@ -106,3 +106,16 @@ def test_a_comparison_outside_a_test_is_a_tensor_op_not_a_number():
     read = {slot.name: (slot.kind, slot.values) for slot in synthesis.counted_in_forward(function, slots)}
     assert read == {"x": (synthesis.FLOAT, ()), "n": ("value", (2, 1)), "w": (synthesis.FLOAT, ()),
                     "m": (synthesis.FLOAT, ())}
+
+
+def test_a_lone_size_argument_may_be_a_whole_shape():
+    """`x.repeat(factors)` takes a tuple as well as a count: not read as a number; `x.view(-1, k)`
+    beside another size is one."""
+    import ast
+
+    from autograd_lint.dynamic import synthesis
+
+    function = ast.parse("def forward(ctx, x, factors, k):\n    return x.repeat(factors).view(-1, k)\n").body[0]
+    slots = [synthesis.Slot(name, synthesis.FLOAT, guessed=True) for name in ("x", "factors", "k")]
+    read = {slot.name: slot.kind for slot in synthesis.counted_in_forward(function, slots)}
+    assert read == {"x": synthesis.FLOAT, "factors": synthesis.FLOAT, "k": "value"}

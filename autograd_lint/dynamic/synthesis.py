@@ -1204,8 +1204,8 @@ def counted_in_forward(function: ast.FunctionDef, slots: list[Slot]) -> list[Slo
 
     - a dimension (``x.sum(k)``, ``x.size(k)``, ``torch.cat(xs, k)``, ``x.transpose(a, b)``): -1,
       the first of a pair 0;
-    - a size or a count (``range(k)``, ``x[:k]``, ``x.view(-1, k)``, ``torch.topk(x, k)``): 2 (a
-      start, ``x.narrow(d, start, k)``: 0);
+    - a size or a count (``range(k)``, ``x[:k]``, ``x.view(-1, k)`` beside other sizes,
+      ``torch.topk(x, k)``): 2 (a start, ``x.narrow(d, start, k)``: 0);
     - compared with an int (``if k > 1:``, ``assert n == 3``): 2, then 1;
     - a clamp's bound (``torch.clamp(x, q_min, q_max)``, ``x.clamp(min=lo, max=hi)``): -0.5 and 0.5.
 
@@ -1254,7 +1254,8 @@ def counted_in_forward(function: ast.FunctionDef, slots: list[Slot]) -> list[Slo
                 mark(arguments[first + 1], DIMENSION)
             elif name in _COUNT_FIRST and len(arguments) > first:
                 mark(arguments[first], COUNT)
-            elif name in _SIZES or on_torch and name in _FACTORIES:
+            elif (name in _SIZES or on_torch and name in _FACTORIES) and len(arguments) - first > 1:
+                # (a lone argument may be the whole size, `x.repeat(factors)`: a tuple, not a count)
                 for argument in arguments[first:]:
                     mark(argument, COUNT)
             elif name in _CLAMPS:
