@@ -394,7 +394,9 @@ def candidates_for(slots: list[Slot]) -> Iterator[Candidate]:
     guessed = _guessed_positions(slots)
     has_size = any(slot.kind == SHAPE for slot in slots)
     square_first = any(slot.square for slot in slots if slot.kind == FLOAT)
-    for plan in plans(float_names, has_index, has_size, square_first) if float_names else [Plan("no float tensor", lambda i, n: ())]:
+    planned = plans(float_names, has_index, has_size, square_first) if float_names else \
+        [Plan("no float tensor", lambda i, n: ())]
+    for plan in planned:
         for values in value_choices:
             for low, high in VALUE_RANGES:
                 specs, detail = _arguments(slots, plan, values, low, high)
