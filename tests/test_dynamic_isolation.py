@@ -166,6 +166,25 @@ def test_a_package_module_does_not_shadow_the_standard_library(tmp_path):
     assert (entry["function_class"], entry["status"]) == ("Scale", "checked"), entry
 
 
+def test_a_module_under_namespace_directories_inside_a_package_imports_with_its_relative_imports(tmp_path):
+    """`pkg/` has an `__init__.py`, `pkg/sparse/` none (a namespace package inside it), and
+    `pkg/sparse/solvers/` one again: a module there whose relative imports reach `pkg` is imported
+    as `pkg.sparse.solvers.ops`, not as `solvers.ops` (which failed: "attempted relative import
+    beyond top-level package"); and one in a directory without `__init__.py` as well."""
+    write(tmp_path / "pkg" / "__init__.py", "")
+    write(tmp_path / "pkg" / "factors.py", "FACTOR = 2\n")
+    write(tmp_path / "pkg" / "sparse" / "solvers" / "__init__.py", "")
+    relative = "from ...factors import FACTOR  # noqa: F401\n"
+    write(tmp_path / "pkg" / "sparse" / "solvers" / "ops.py", relative + SCALE)
+    write(tmp_path / "pkg" / "sparse" / "eigsh" / "more.py", relative + SCALE.replace("class Scale", "class Twice"))
+    report = tmp_path / "report.json"
+    result = run("--dynamic", "--no-cache", "--dynamic-report", str(report), "pkg", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    entries = {(entry["function_class"], entry["status"]) for entry in
+               json.loads(report.read_text(encoding="utf-8"))["functions"]}
+    assert entries == {("Scale", "checked"), ("Twice", "checked")}, entries
+
+
 THREADS = """\
 import os
 

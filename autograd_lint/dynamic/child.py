@@ -226,15 +226,58 @@ def _device(requested: str) -> Optional[str]:
 
 def import_module(path: str, project_root: str) -> Any:
     """Import the file at ``path`` as its dotted name when it is in a package, else by its stem,
-    with its directory (or its top package's parent) and the project root importable."""
-    path = os.path.abspath(path)
+    with its directory (or its top package's parent) and the project root importable. Where its
+    relative imports reach above the packages that have an ``__init__.py``, through directories
+    that have none (namespace packages inside a package: ``pkg/sparse/linalg/solvers/``, where
+    only ``pkg/`` and ``solvers/`` have one), it is imported again under the longer name."""
+    search_path = list(sys.path)
+    try:
+        return _import_module(path, project_root, through_namespaces=False)
+    except ImportError as error:
+        if "relative import" not in str(error):
+            raise
+        longer = _package_parts(os.path.abspath(path), through_namespaces=True)
+        if longer == _package_parts(os.path.abspath(path), through_namespaces=False):
+            raise
+        # The directory the first try put on sys.path must not shadow anything of the second. The
+        # modules it imported stay (a compiled extension cannot load twice in one process; those
+        # it imported under short names, `solvers`, are not what the second imports).
+        sys.path[:] = search_path
+        return _import_module(path, project_root, through_namespaces=True)
+
+
+def _package_parts(path: str, through_namespaces: bool) -> tuple[list[str], str]:
+    """The dotted name's parts of the module at ``path``, and the directory above its top
+    package. ``through_namespaces``: go on up through directories without an ``__init__.py``
+    (whose names are identifiers) to a package above them, and on from there."""
     directory, filename = os.path.split(path)
     stem = os.path.splitext(filename)[0]
     parts = [] if stem == "__init__" else [stem]
     top = directory
-    while os.path.isfile(os.path.join(top, "__init__.py")):
-        parts.insert(0, os.path.basename(top))
-        top = os.path.dirname(top)
+    while True:
+        while os.path.isfile(os.path.join(top, "__init__.py")):
+            parts.insert(0, os.path.basename(top))
+            top = os.path.dirname(top)
+        if not through_namespaces:
+            return parts, top
+        gap, above = [], top
+        while not os.path.isfile(os.path.join(above, "__init__.py")) and len(gap) < 8:
+            name = os.path.basename(above)
+            if not name.isidentifier() or os.path.dirname(above) == above:
+                return parts, top
+            gap.insert(0, name)
+            above = os.path.dirname(above)
+        if not os.path.isfile(os.path.join(above, "__init__.py")):
+            return parts, top
+        parts = gap + parts
+        top = above
+
+
+def _import_module(path: str, project_root: str, through_namespaces: bool) -> Any:
+    path = os.path.abspath(path)
+    directory, filename = os.path.split(path)
+    stem = os.path.splitext(filename)[0]
+    parts, top = _package_parts(path, through_namespaces)
     # A module of a package is imported from its top package's parent only: with the package's
     # own directory on sys.path, its modules would shadow the standard library's
     # (torch_geometric/profile/ hid `profile`, which cProfile imports).
