@@ -20,8 +20,9 @@ answered from the cache never loads them.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
-from typing import Optional, Sequence, Union
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import Iterator, Optional, Sequence, Union
 
 from autograd_lint.analysis.precheck import TextSummary, summarize
 from autograd_lint.analysis.project import FileFacts, ProjectFacts, facts_from_index
@@ -97,7 +98,29 @@ def lint_file(source: SourceFile, codes: frozenset[str], project: ProjectFacts, 
 
 def _lint_analysable(source: SourceFile, codes: frozenset[str], project: ProjectFacts, honour_noqa: bool,
                      annotate_fixes: bool, result: FileResult) -> FileResult:
-    from autograd_lint.fix.available import annotate
+    key = (source.path, source.text, codes, honour_noqa) if _LINTS.on else None
+    known = _LINTS.get(key) if key is not None else None
+    if known is not None and known[0] == project:
+        # The very same lint as one done before (``remember_lints``): its result, a copy.
+        result = replace(known[1], findings=list(known[1].findings), internal_errors=list(known[1].internal_errors),
+                         function_class_sites=list(known[1].function_class_sites))
+    else:
+        result = _rules_and_suppressions(source, codes, project, honour_noqa, result)
+        if key is not None:
+            _LINTS[key] = (project, replace(result, findings=list(result.findings),
+                                            internal_errors=list(result.internal_errors),
+                                            function_class_sites=list(result.function_class_sites)))
+    # fix_available.
+    if annotate_fixes and any(f.code in FIXABLE_CODES for f in result.findings):
+        from autograd_lint.fix.available import annotate
+
+        result.findings = annotate(source, result.findings)
+    return result
+
+
+def _rules_and_suppressions(source: SourceFile, codes: frozenset[str], project: ProjectFacts, honour_noqa: bool,
+                            result: FileResult) -> FileResult:
+    """The model, every rule of ``codes``, the suppressions: the lint but ``fix_available``."""
     from autograd_lint.rules import RULE_CHECKS
     from autograd_lint.suppression import UNUSED_SUPPRESSION, apply_suppressions, suppression_problems
 
@@ -145,10 +168,32 @@ def _lint_analysable(source: SourceFile, codes: frozenset[str], project: Project
         findings.extend(suppression_problems(findings, path, source.text, spans, codes,
                                              {m.info.node.lineno: m.name for m in module.classes}))
     result.findings = sorted(set(apply_suppressions(findings, module.lines, spans, honour_noqa))) if findings else []
-    # fix_available.
-    if annotate_fixes and any(f.code in FIXABLE_CODES for f in result.findings):
-        result.findings = annotate(source, result.findings)
     return result
+
+
+class _Lints(dict):
+    """Lints done inside ``remember_lints``: (path, text, codes, honour_noqa) -> (the project
+    facts they were done for, the result without ``fix_available``)."""
+
+    on = False
+
+
+_LINTS = _Lints()
+
+
+@contextmanager
+def remember_lints() -> Iterator[None]:
+    """Within: a lint of a file whose path, text, codes, ``# noqa`` handling and project facts
+    (all of them, compared whole) are those of a lint done before gives that lint's result
+    rather than linting again: nothing else goes into it (``--fix``: the lint of the written
+    file, when its project's facts are those of the file alone, as the last round linted it)."""
+    _LINTS.clear()
+    _LINTS.on = True
+    try:
+        yield
+    finally:
+        _LINTS.clear()
+        _LINTS.on = False
 
 
 # --- the steps, for the files of one process --------------------------------------------------

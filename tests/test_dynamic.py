@@ -910,17 +910,46 @@ def test_every_class_the_static_scan_finds_is_in_the_report(fixture_run):
         ("Scale", 20, "not-defined",
          "not defined at import: under `if HAS_TRITON:`, a condition that was false at import"),
         ("Scale", 31, "checked", ""),
-        ("make_local_cube.<locals>.LocalCube", 42, "not-defined",
-         "not defined at import: inside `make_local_cube()`, which the import did not call"),
+        ("make_local_cube.<locals>.LocalCube", 42, "checked", ""),
         ("make_square.<locals>.Square", 57, "checked", ""),
         ("Negate", 74, "checked", ""),
-        ("Learner.build.<locals>.Surrogate", 87, "not-defined",
-         "not defined at import: inside `Learner.build()`, which the import did not call"),
+        ("Learner.build.<locals>.Surrogate", 87, "checked", ""),
+        ("make_scaled.<locals>.Scaled", 101, "not-defined",
+         "not defined at import: inside `make_scaled()`, which the import did not call; "
+         "its code reads `factor` of `make_scaled()`"),
+        ("make_wrong_cube.<locals>.WrongCube", 114, "checked", ""),
     ], entries
-    # The wrong one of the two `Scale`s is the one reported, on its own line.
-    assert [(f["line"], f["code"]) for f in findings if f["path"].endswith("hidden_classes.py")] == [(31, "AGL901")]
-    assert ("warning: --dynamic: fixtures/dynamic/hidden_classes.py:42: make_local_cube.<locals>.LocalCube: "
-            "not checked: not defined at import: inside `make_local_cube()`") in result.stderr
+    # The wrong one of the two `Scale`s is the one reported, on its own line; and the wrong class
+    # of an uncalled function, defined from its source.
+    assert [(f["line"], f["code"]) for f in findings if f["path"].endswith("hidden_classes.py")] == [
+        (31, "AGL901"), (114, "AGL901")]
+    assert ("warning: --dynamic: fixtures/dynamic/hidden_classes.py:101: make_scaled.<locals>.Scaled: "
+            "not checked: not defined at import: inside `make_scaled()`") in result.stderr
+
+
+def test_a_class_of_an_uncalled_function_is_defined_from_its_source(fixture_run):
+    """Where a class inside a function the import did not call reads no name of that function,
+    its statement run in the module's namespace makes the same class: it is checked, and its
+    inputs say how it was defined."""
+    _, findings, report = fixture_run
+    entry = function(report, "make_local_cube.<locals>.LocalCube")
+    assert {"gradcheck", "gradgradcheck"} <= set(entry["ran"]) and entry["runtime_findings"] == [], entry
+    assert ("defined from its source: `make_local_cube()`, which holds it, was not called, and the class "
+            "reads no name of it") in entry["inputs"]["detail"], entry
+    (wrong,) = [f for f in findings if f["path"].endswith("hidden_classes.py") and f["line"] == 114]
+    assert "defined from its source: `make_wrong_cube()`" in wrong["evidence"], wrong
+
+
+def test_complex_gradients_for_real_guesses_are_checked_on_complex_inputs(fixture_run):
+    """Backward returns complex gradients for the guessed real inputs (autograd raises): the same
+    guess made complex is checked; the right class passes, the wrong one is a warning only."""
+    _, findings, report = fixture_run
+    right = function(report, "ExpOfImaginary")
+    assert right["status"] == "checked" and right["runtime_findings"] == [], right
+    assert "real tensors made complex" in right["inputs"]["detail"], right
+    wrong = runtime(findings, "complex_gradients.py", "AGL901")["ExpOfImaginaryNoConjugate"]
+    assert wrong["severity"] == "warning", wrong
+    assert "not certain: backward returned complex gradients for the guessed real inputs" in wrong["message"]
 
 
 def test_a_forward_that_calls_exit_reads_as_one(fixture_run):

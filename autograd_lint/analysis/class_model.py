@@ -27,6 +27,7 @@ from autograd_lint.analysis.syntax import (
     is_none,
     literal_key,
     own_nodes,
+    parse_module,
     positional_args,
     target_names,
 )
@@ -924,7 +925,7 @@ def _parsed_remote(source: ClassSource) -> Optional[ParsedClass]:
     ``RemoteClass.span`` places them on line 0, and the pipeline drops findings there."""
     if source not in _REMOTE_PARSED:
         try:
-            _REMOTE_PARSED[source] = RemoteClass(cst.parse_module(source.text), source.path, source.line,
+            _REMOTE_PARSED[source] = RemoteClass(parse_module(source.text), source.path, source.line,
                                                  source.column)
         except (cst.ParserSyntaxError, StopIteration):
             _REMOTE_PARSED[source] = None

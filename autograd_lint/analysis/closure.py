@@ -74,23 +74,41 @@ def captured_reads(module: ModuleAnalysis, model: FunctionModel) -> list[Capture
 
 
 def _statement_table(module: ModuleAnalysis, node: ast.ClassDef) -> Optional[symtable.SymbolTable]:
-    """The scopes of the module-level statement that holds the class ``node``, compiled alone:
-    the class's enclosing functions all lie in it, and the rest of the module binds only globals.
-    Its lines are preceded by blank ones, so that each scope keeps its line in the file."""
-    statement = next((s for s in module.source.tree.body
-                      if s.lineno <= node.lineno <= (s.end_lineno or s.lineno)), None)
+    """The scopes of the outermost function that holds the class ``node``, compiled alone: the
+    class's enclosing functions all lie in it, and what lies around it binds only globals (a class
+    scope around it, a test class of thousands of lines, is no closure). Its lines keep their
+    indentation under an ``if 1:`` and are preceded by blank ones, so that each scope keeps its
+    line in the file."""
+    statement = _outermost_function(module.source.tree, node)
     if statement is None:
         return None
     first = min([statement.lineno] + [d.lineno for d in getattr(statement, "decorator_list", [])])
     cache = module.__dict__.setdefault("_closure_cache", {})
     key = ("table", first)
     if key not in cache:
-        text = "\n" * (first - 1) + "".join(module.lines[first - 1:statement.end_lineno or statement.lineno])
+        body = "".join(module.lines[first - 1:statement.end_lineno or statement.lineno])
+        text = ("\n" * (first - 1) + body) if statement.col_offset == 0 else ("\n" * (first - 2) + "if 1:\n" + body)
         try:
             cache[key] = symtable.symtable(text, module.path, "exec")
         except (SyntaxError, ValueError):
             cache[key] = None
     return cache[key]
+
+
+def _outermost_function(tree: ast.Module, node: ast.ClassDef) -> Optional[ast.stmt]:
+    """The module-level statement that holds ``node``; where that is a class, the first function
+    inside it (through nested classes) that holds ``node``."""
+    statement = _holding(tree.body, node)
+    while isinstance(statement, ast.ClassDef) and statement is not node:
+        inner = _holding(statement.body, node)
+        if inner is None or inner is node:
+            return statement
+        statement = inner
+    return statement
+
+
+def _holding(body: list[ast.stmt], node: ast.AST) -> Optional[ast.stmt]:
+    return next((s for s in body if s.lineno <= node.lineno <= (s.end_lineno or s.lineno)), None)
 
 
 def _scope_path(table: Optional[symtable.SymbolTable], node: ast.ClassDef) -> Optional[list[symtable.SymbolTable]]:
@@ -182,9 +200,7 @@ def _enclosing_method(module: ModuleAnalysis, table: symtable.SymbolTable) -> Op
     cache = module.__dict__.setdefault("_closure_cache", {})
     key = (table.get_name(), table.get_lineno())
     if key not in cache:
-        node = next((n for n in ast.walk(module.source.tree)
-                     if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-                     and n.name == key[0] and n.lineno == key[1]), None)
+        node = _function_at(module.source.tree, key[0], key[1])
         method = None
         if node is not None:
             try:
@@ -194,6 +210,22 @@ def _enclosing_method(module: ModuleAnalysis, table: symtable.SymbolTable) -> Op
                 method = None
         cache[key] = method
     return cache[key]
+
+
+def _function_at(tree: ast.Module, name: str, line: int) -> Optional[ast.AST]:
+    """The function ``name`` defined on ``line``, searched only in the statements whose lines
+    hold it (not every node of the module)."""
+    stack: list[ast.AST] = [tree]
+    while stack:
+        current = stack.pop()
+        for child in ast.iter_child_nodes(current):
+            start = getattr(child, "lineno", None)
+            if start is not None and not start <= line <= (getattr(child, "end_lineno", None) or start):
+                continue
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) and child.name == name and child.lineno == line:
+                return child
+            stack.append(child)
+    return None
 
 
 def _may_capture(tree: ast.Module, node: ast.ClassDef, model: FunctionModel) -> bool:

@@ -111,7 +111,7 @@ class TrainableArguments:
         if self.tree is None or _FREEZES.search(self.text):
             return None
         if self._aliases is None:  # one walk for all the file's classes: the tree may be large
-            self._aliases = _apply_aliases(self.tree)
+            self._aliases = _apply_aliases(self.tree) if _BINDS_APPLY.search(self.text) else {}
         aliases = self._aliases.get(class_name, set())
         for call, cls, functions in self._apply_calls():
             if not _calls_apply(call.func, class_name, aliases):
@@ -220,11 +220,40 @@ class TrainableArguments:
         return None, None
 
     def _apply_calls(self) -> list[tuple[ast.Call, Optional[ast.ClassDef], list[ast.AST]]]:
-        """Every call in the file, with its enclosing class and the scopes around it (the module,
-        then each enclosing function)."""
+        """Every call in the module-level statements that can hold an ``apply`` call (their lines
+        name ``.apply`` or a name bound to one), with its enclosing class and the scopes around it
+        (the module, then each enclosing function). The other statements hold none: a large
+        module's tests are not walked."""
         if self._calls is None:
-            self._calls = list(_calls_in(self.tree, None, [self.tree])) if self.tree is not None else []
+            self._calls = []
+            if self.tree is not None:
+                lines = self._lines_naming_apply()
+                for statement in self.tree.body:
+                    if lines.intersection(range(statement.lineno, (statement.end_lineno or statement.lineno) + 1)):
+                        self._calls += _calls_in(_Only(statement), None, [self.tree])
         return self._calls
+
+    def _lines_naming_apply(self) -> set[int]:
+        """The lines that name ``.apply`` or a name the file binds to an ``apply``."""
+        aliases = {name for names in (self._aliases or {}).values() for name in names}
+        pattern = re.compile(r"\.apply\b" + "".join(rf"|\b{re.escape(name)}\b" for name in sorted(aliases)))
+        return {number for number, line in enumerate(self.text.splitlines(), 1) if pattern.search(line)}
+
+
+# `.apply` not called where it is written (`name = SomeFn.apply`): the file may bind a name to an
+# apply, and ``_apply_aliases`` walks the tree only then.
+_BINDS_APPLY = re.compile(r"\.apply\b(?!\s*\()")
+
+
+class _Only(ast.AST):
+    """A node whose one child is ``statement``: ``_calls_in`` over one module-level statement, as
+    over the module (the same class and scopes for each call)."""
+
+    _fields = ("body",)
+
+    def __init__(self, statement: ast.stmt) -> None:
+        super().__init__()
+        self.body = [statement]
 
 
 def _calls_in(node: ast.AST, cls: Optional[ast.ClassDef],

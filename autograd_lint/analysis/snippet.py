@@ -16,6 +16,7 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from autograd_lint.analysis.positions import Position, node_positions
+from autograd_lint.analysis.syntax import parse_module
 
 
 @dataclass(frozen=True)
@@ -143,7 +144,7 @@ def parse_class(lines: list[str], node: ast.ClassDef, taken: Optional[set[Snippe
         rank += 1
         tree = _REMEMBERED.get((rank, source))
     if tree is None:
-        tree = SnippetTree(cst.parse_module(source))
+        tree = SnippetTree(parse_module(source))
         _REMEMBERED.put((rank, source), tree)
     taken.add(tree)
     return ParsedClass(tree.module, first - 1, indent, frozenset(dedented), tree)
@@ -271,7 +272,7 @@ def parse_function(lines: list[str], name: str, starts: Optional[list[int]] = No
     tree = _REMEMBERED.get((_FUNCTION_RANK, source))
     if tree is None:
         try:
-            tree = SnippetTree(cst.parse_module(source))
+            tree = SnippetTree(parse_module(source))
         except (cst.ParserSyntaxError, StopIteration):
             return None
         _REMEMBERED.put((_FUNCTION_RANK, source), tree)

@@ -4,9 +4,48 @@ from __future__ import annotations
 
 import inspect
 import re
+import threading
 from typing import Iterator, Optional, Sequence, Union
 
 import libcst as cst
+from libcst._nodes.base import CSTNode
+
+
+def parse_module(source: str) -> cst.Module:
+    """``cst.parse_module`` without libcst's check of each node as it is built
+    (``CSTNode.__post_init__`` calls ``_validate``): the parser's own output is valid by
+    construction, and the check costs about a fifth of a parse (bench/NOTES.md). Nodes built
+    elsewhere (the fixers') are still checked."""
+    with _unchecked_nodes():
+        return cst.parse_module(source)
+
+
+_CHECKING = threading.Lock()
+_LIBCST_CHECK = CSTNode.__dict__.get("__post_init__")
+_unchecked_depth = 0
+
+
+class _unchecked_nodes:
+    """While any thread is inside, ``CSTNode.__post_init__`` does nothing; the last to leave puts
+    libcst's back (a counter, so that parses in two threads cannot leave it off)."""
+
+    def __enter__(self) -> None:
+        global _unchecked_depth
+        with _CHECKING:
+            if _unchecked_depth == 0 and _LIBCST_CHECK is not None:
+                CSTNode.__post_init__ = _no_check  # type: ignore[method-assign]
+            _unchecked_depth += 1
+
+    def __exit__(self, *exc: object) -> None:
+        global _unchecked_depth
+        with _CHECKING:
+            _unchecked_depth -= 1
+            if _unchecked_depth == 0 and _LIBCST_CHECK is not None:
+                CSTNode.__post_init__ = _LIBCST_CHECK  # type: ignore[method-assign]
+
+
+def _no_check(self: CSTNode) -> None:
+    return None
 
 
 def dotted(node: Optional[cst.CSTNode]) -> Optional[str]:

@@ -9,7 +9,9 @@ defaults, its subclasses too), while ``apply`` is replaced by a recorder that ke
 of its first call and stops the caller there; those arguments are a candidate like any other.
 
 A captured tensor that required grad keeps requiring it (an input, or a parameter of the module);
-a buffer or a constant does not. The tensors' shapes are the package's own, so a constant that
+a buffer or a constant does not. Where none required grad (a self-test that builds its own
+tensors and runs forward only), every float tensor requires grad, as a guess: else forward's output
+needs no gradient and backward is never called. The tensors' shapes are the package's own, so a constant that
 backward gives no gradient does not make a finding uncertain (``Candidate.shapes_known``).
 Only the package's modules are searched, never its tests: a test function may train for minutes
 before it reaches ``apply``.
@@ -88,11 +90,26 @@ def candidates(cls: type, module: Any, files: list[str], seed: int,
             layouts.add(_layout(captured))
             grad_positions = tuple(index for index, value in enumerate(captured)
                                    if isinstance(value, CapturedTensor) and value.requires_grad)
+            if not grad_positions:
+                # A caller that builds its own tensors without grad (a self-test that runs forward
+                # only): forward's output would need no gradient and backward never run. Its float
+                # tensors require grad, as a guess (as for a documented example that shows forward only).
+                captured, grad_positions = _wanting_grad(captured)
+                if grad_positions:  # ("no float tensor: " for a caller without parameters)
+                    detail = f"{detail.rstrip(': ')}, its float tensors made to require grad"
             yield Candidate("synthesized", f"through {label}, {detail}", _recipe(captured), grad_positions,
                             shapes_known=True)
             captures += 1
             if captures >= MAX_CAPTURES_PER_CALLER:
                 break
+
+
+def _wanting_grad(captured: tuple) -> tuple[tuple, tuple[int, ...]]:
+    """``captured`` with every float (or complex) tensor requiring grad, and their positions."""
+    floats = tuple(index for index, value in enumerate(captured) if isinstance(value, CapturedTensor)
+                   and (value.tensor.is_floating_point() or value.tensor.is_complex()))
+    return tuple(replace(value, requires_grad=True) if index in floats else value
+                 for index, value in enumerate(captured)), floats
 
 
 def capture(cls: type, function: Callable[..., Any], arguments: tuple) -> Optional[tuple]:
@@ -352,11 +369,8 @@ def _example_candidates(cls: type, module: Any, files: list[str], seed: int, dea
         if marked:
             yield Candidate("call-site", f"the docstring example of {label}", _recipe(captured), shapes_known=True)
             continue
-        floats = tuple(index for index, value in enumerate(captured) if isinstance(value, CapturedTensor)
-                       and (value.tensor.is_floating_point() or value.tensor.is_complex()))
+        wanting, floats = _wanting_grad(captured)
         if floats:
-            wanting = tuple(replace(value, requires_grad=True) if index in floats else value
-                            for index, value in enumerate(captured))
             yield Candidate("synthesized", f"from the docstring example of {label}", _recipe(wanting),
                             guessed=floats, shapes_known=True)
 

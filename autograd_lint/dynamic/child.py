@@ -111,6 +111,9 @@ def main(argv: list[str]) -> int:
     result["device"] = device
     writer.write()
 
+    # Classes inside functions the import did not call, defined from their own source where that
+    # makes the same class (kept here: nothing else refers to them, and gc.collect would take them).
+    from_source, result["not_definable"] = _define_nested(module, request)
     gc.collect()  # a class whose name was bound again (a second `class F`) is gone, every time
     classes = function_classes(module)
     skip = {tuple(key) for key in request.get("skip", [])}  # done by an earlier child, or broke it
@@ -134,6 +137,8 @@ def main(argv: list[str]) -> int:
             inputs = ClassInputs(reason=ABSTRACT_BASE)
         else:
             inputs = check_class(cls, module, request, device, entry)
+            if cls in from_source and entry["inputs"]:
+                entry["inputs"]["detail"] += f"; {from_source[cls]}"
         entry["stage"] = "confirming"
         writer.write()
         progress.result.update(entry={"name": entry["name"], "qualname": entry["qualname"], "line": entry["line"]},
@@ -249,6 +254,47 @@ def import_module(path: str, project_root: str) -> Any:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def _define_nested(module: Any, request: dict) -> tuple[dict, dict]:
+    """The Function classes the static scan found inside functions, which the import did not
+    define, each defined from its own source where it reads no name of those functions
+    (``nested``): {class: a note for its inputs}; and for the others, {"name:line": why not}."""
+    static = {(name, line) for name, line in request.get("static_classes", [])}
+    filename = getattr(module, "__file__", None)
+    if not static or not filename:
+        return {}, {}
+    from autograd_lint.dynamic import nested
+
+    try:
+        with open(filename, encoding="utf-8") as handle:
+            source = handle.read()
+    except (OSError, UnicodeDecodeError):
+        return {}, {}
+    defined = {(cls.__name__, _source_line(cls)) for cls in function_classes(module)}
+    made: dict = {}
+    refused: dict = {}
+    for found in nested.nested_classes(source, filename):
+        key = (found.node.name, found.node.lineno)
+        if key not in static or key in defined:
+            continue
+        read = nested.names_read_from_functions(found, source)
+        if read is None:
+            continue
+        read.discard(found.node.name)  # its own name: the class, inside the function as here
+        if read:
+            names = ", ".join(f"`{name}`" for name in sorted(read))
+            refused[f"{found.node.name}:{found.node.lineno}"] = f"its code reads {names} of `{found.function}`"
+            continue
+        try:
+            cls = nested.define(found, source, module)
+        except BaseException as error:  # noqa: B036 - its decorators and bases are the user's code
+            refused[f"{found.node.name}:{found.node.lineno}"] = (
+                f"defining it from its source raised {type(error).__name__}: {_first_line(error)}")
+            continue
+        made[cls] = (f"defined from its source: `{found.function}`, which holds it, was not called, "
+                     "and the class reads no name of it")
+    return made, refused
 
 
 ABSTRACT_BASE = "an abstract base: it defines no forward (its subclasses do, and are checked on their own)"
@@ -428,6 +474,8 @@ def _uncertain_on_guesses(cls: type, inputs: Any, names: list[str], found: list,
     - AGL901 when gradcheck passes once the guessed square matrices are symmetric: backward
       derived for a covariance (a matrix square root by Newton-Schulz iterations).
     - AGL903 when the only problem is a complex gradient for an input guessed real.
+    - AGL901, AGL902 on inputs made complex because backward returned complex gradients for the
+      real ones (``inputs.MADE_COMPLEX``): the class may be meant for real inputs only.
     - AGL903 when the only problem is the number of gradients and forward takes ``*args``: how
       many to pass there was guessed (a reversible block's ``*params`` are its modules').
     - AGL903 when every problem is a gradient shaped for a smaller input that broadcasts to the
@@ -435,6 +483,8 @@ def _uncertain_on_guesses(cls: type, inputs: Any, names: list[str], found: list,
       for the 0-d parameter it is always given). Axes swapped, or any other shape, stay errors."""
     if inputs.source != "synthesized":
         return found
+    from autograd_lint.dynamic.inputs import MADE_COMPLEX
+
     result = []
     for finding in found:
         if finding.level in ("warning", "info"):
@@ -445,6 +495,11 @@ def _uncertain_on_guesses(cls: type, inputs: Any, names: list[str], found: list,
                 f"{finding.message} (not certain: the input was guessed real, and backward computes in complex "
                 "numbers: the class may be meant for a complex input; declare an @example to check it on real "
                 "inputs)")))
+        elif finding.code in _JUDGED_BY_GRADIENTS and MADE_COMPLEX in inputs.detail:
+            result.append(replace(finding, level="warning", message=(
+                f"{finding.message} (not certain: backward returned complex gradients for the guessed real "
+                "inputs, so they were made complex for gradcheck, and the class may be meant for real inputs "
+                "only; declare an @example to check it on real inputs)")))
         elif finding.code == "AGL903" and finding.kinds == ("count",) and _variadic(cls):
             result.append(replace(finding, level="warning", message=(
                 f"{finding.message} (not certain: forward takes `*{_variadic(cls)}`, and how many arguments to "

@@ -162,6 +162,9 @@ def choose_inputs(cls: type, module: Any, call_site_files: list[str], config_exa
             return InputsOutcome(None, f"could not build inputs (search stopped after {attempts} tries; "
                                        f"{first_error})", attempts, failures)
     if fallback is not None:
+        made_complex = _complex_retry(cls, fallback, device)
+        if made_complex is not None:
+            return _outcome(made_complex, "", attempts, failures)
         needed = synthesis.needed_objects(cls, " ".join(errors))
         if needed:  # say what is missing, not only that backward raised
             fallback.backward_error = f"{needed} ({fallback.backward_error})"
@@ -178,6 +181,45 @@ def choose_inputs(cls: type, module: Any, call_site_files: list[str], config_exa
 
 
 MAX_ERRORS_KEPT = 200
+
+# What the engine raises when backward returns a complex gradient for a real input.
+_COMPLEX_FOR_REAL = "input_is_complex == grad_is_complex"
+# Said in the inputs' detail, and read by the child, which makes gradient findings on them warnings.
+MADE_COMPLEX = "real tensors made complex, since backward returned complex gradients for them"
+
+
+def _complex_retry(cls: type, fallback: ChosenInputs, device: str) -> Optional[ChosenInputs]:
+    """Where backward raised on every guess because it returns complex gradients for real inputs
+    (a special function that computes in complex numbers, whose public wrapper promotes its
+    argument first), the same guess with its real tensors made complex (real-valued complex
+    numbers, as such a wrapper passes); None when backward still raises on them."""
+    if _COMPLEX_FOR_REAL not in fallback.backward_error:
+        return None
+    recipe = _made_complex(fallback.recipe)
+    make = make_inputs_factory(recipe, device)
+    if forward_problem(cls, make) is not None or backward_problem(cls, make):
+        return None
+    return ChosenInputs(fallback.source, f"{fallback.detail}; {MADE_COMPLEX}", make, _shapes(make()), recipe,
+                        guessed_constants=fallback.guessed_constants)
+
+
+def _made_complex(recipe: Callable[[], tuple]) -> Callable[[], tuple]:
+    def complex_recipe() -> tuple:
+        raw = recipe()
+        raw = raw if isinstance(raw, (tuple, list)) else (raw,)
+        made = []
+        for value in raw:
+            wants_grad = value.wants_grad if isinstance(value, TensorSpec) else \
+                value.requires_grad if isinstance(value, CapturedTensor) else True
+            tensor = materialize(value) if isinstance(value, TensorSpec) else \
+                value.tensor if isinstance(value, CapturedTensor) else value
+            if isinstance(tensor, torch.Tensor) and tensor.is_floating_point():
+                made.append(CapturedTensor(tensor.to(torch.complex128), wants_grad))
+            else:
+                made.append(value)
+        return tuple(made)
+
+    return complex_recipe
 
 # "Step.forward() missing 1 required positional argument: 'level'" (a nested apply), or
 # "s_to_t() missing 1 required positional argument: 't_offset'" (a function forward calls).

@@ -114,6 +114,7 @@ class ChildAnswer:
     failure: str = ""  # "" when the child finished
     status: str = ""  # with a failure: "import-failed", "timed-out", "crashed" or "exited" (STATUSES)
     sandbox: dict = field(default_factory=dict)  # the protections the child put on (sandbox.enter)
+    not_definable: dict = field(default_factory=dict)  # "name:line" -> why a nested class stays undefined
 
 
 @dataclass
@@ -131,6 +132,7 @@ class ModuleAnswer:
     children: int = 0
     timeouts: int = 0
     sandboxes: list[dict] = field(default_factory=list)  # what each child put on
+    not_definable: dict = field(default_factory=dict)  # ChildAnswer.not_definable, of every child
 
     def absorb(self, child: ChildAnswer) -> bool:
         """Take in one child's answer; True when a fresh child should go on with the classes
@@ -138,6 +140,7 @@ class ModuleAnswer:
         self.children += 1
         if child.sandbox:
             self.sandboxes.append(child.sandbox)
+        self.not_definable.update(child.not_definable)
         self.confirmations.update(child.confirmations)
         broken = bool(child.status)
         if broken and child.classes and child.classes[-1].get("stage") != "done":
@@ -418,6 +421,9 @@ def _job(result, options: DynamicOptions, call_site_files: list[str], scratch: s
         "use_declared": options.use_declared,
         "skip": [list(key) for key in skip],
         "sandbox": options.sandbox,
+        # the Function classes the static scan found: those inside uncalled functions may be
+        # defined from their source (dynamic/nested.py)
+        "static_classes": [list(site) for site in getattr(result, "function_class_sites", None) or []],
     }
     with open(request_path, "w", encoding="utf-8") as handle:
         json.dump(request, handle)
@@ -455,6 +461,7 @@ def _child_answer(job: Job, ending: Ending) -> ChildAnswer:
         answer.confirmations = {int(index): (value[0], value[1])
                                 for index, value in data.get("confirmations", {}).items()}
     answer.sandbox = data.get("sandbox") or {}
+    answer.not_definable = data.get("not_definable") or {}
     if ending.status:
         answer.failure, answer.status = ending.reason, ending.status
     elif data and data.get("import") != "ok":
@@ -671,6 +678,9 @@ def _function_entries(result, answer: ModuleAnswer, merges: list[Merge]) -> list
             status, reason = "not-reached", f"not reached: the module's child stopped first ({answer.failure})"
         else:
             status, reason = "not-defined", f"not defined at import: {site.where}"
+            why = answer.not_definable.get(f"{site.name}:{site.line}")
+            if why:  # inside an uncalled function, and not definable from its source alone
+                reason += f"; {why}"
         entries.append(_entry(result.path, site.qualname, site.line, status, reason))
     return sorted(entries, key=lambda entry: entry["line"] or 0)
 

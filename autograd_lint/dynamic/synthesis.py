@@ -49,7 +49,14 @@ All of it stays within ``inputs.SEARCH_BUDGET_S``.
 Forward's code fixes some shapes before any error (``read_ranks``): ``N, C, H, W = x.shape``
 unpacks exactly four dimensions, ``x[:, :, None, :]`` indexes at least three (``ranked_shape``:
 small, the last two sizes even and different, as forwards that halve need). A plain value that a
-name alone suggested (``low``) is a tensor where forward fixes its rank so. A
+name alone suggested (``low``) is a tensor where forward fixes its rank so, or reads what only a
+tensor has (``scale.device``, ``mu.detach()``: ``tensor_only_reads``). A guessed tensor that forward
+uses where only a Python number fits is one (``counted_in_forward``: a dimension ``x.sum(d)``, a
+count ``range(k)``, ``x[:k]``, a size ``x.view(-1, k)``, an int compared in a test, a clamp's
+bounds). A tensor handed to a square-only op (``torch.linalg.solve``) puts the square plans first,
+and a last size compared with a number (``assert x.shape[-1] == 3``) is that size (``read_shapes``);
+a matrix product's error ("mat1 and mat2 shapes cannot be multiplied (3x4 and 6x4)") gives the
+first input's last size (``_matrix_product_sized``). A
 ``grid`` beside an input is a sampling grid ``(B, *out, D)``, D the input's number of spatial
 dimensions (a plan of its own, first), and a size parameter beside it (``shape``) the spatial size
 (``Plan.size``), the input then also tried as what is pushed there, ``(B, C, *out)``.
@@ -132,6 +139,7 @@ class Slot:
     rank: Optional[int] = None  # the number of dimensions forward unpacks from the shape (``read_ranks``)
     min_rank: Optional[int] = None  # at least this many dimensions: forward indexes that many (``read_ranks``)
     dtype: str = "int64"  # an index tensor's dtype (int32 where forward's error asks for it)
+    square: bool = False  # forward hands it to an op that takes square matrices only (``square_in_forward``)
 
 
 @dataclass
@@ -264,8 +272,11 @@ def annotation_text(annotation: Any) -> str:
         else str(annotation).lower()
 
 
-def plans(float_names: list[str], has_index: bool = False, has_size: bool = False) -> list[Plan]:
-    """Shape plans for the float tensors, most common first; only those that fit the names."""
+def plans(float_names: list[str], has_index: bool = False, has_size: bool = False,
+          square_first: bool = False) -> list[Plan]:
+    """Shape plans for the float tensors, most common first; only those that fit the names.
+    ``square_first``: forward hands a tensor to an op that takes square matrices only
+    (``torch.linalg.inv``, ``solve``, ``eigh``): the square plans first, the others after."""
     names = [name.lower() for name in float_names]
     has_weight = any(name in WEIGHT_NAMES for name in names)
     has_bias = any(name in BIAS_NAMES for name in names)
@@ -314,6 +325,8 @@ def plans(float_names: list[str], has_index: bool = False, has_size: bool = Fals
                            else (4,) if n.lower() in BIAS_NAMES else (2, 3, 5, 5)))
     result.append(Plan("square (4, 4)", lambda i, n: (4, 4)))
     result.append(Plan("square (2, 3, 4, 4)", lambda i, n: (2, 3, 4, 4)))
+    if square_first:
+        result.sort(key=lambda plan: "square" not in plan.name)  # stable: each group keeps its order
     return result
 
 
@@ -356,7 +369,8 @@ def code_slots(owner: Any, parameters: list[inspect.Parameter],
                                       from_name=False)
     slots = read_from_forward(owner, slots)
     slots = stated_shapes(owner, slots)
-    return stated_last_sizes(owner, stated_domains(owner, read_ranks(owner, _values_used_as_tensors(owner, slots))))
+    slots = stated_domains(owner, read_ranks(owner, _values_used_as_tensors(owner, slots)))
+    return stated_last_sizes(owner, read_shapes(owner, slots))
 
 
 def slots_for(parameters: list[inspect.Parameter], plain_values: Optional[dict[int, Any]] = None) -> Optional[list[Slot]]:
@@ -379,7 +393,10 @@ def candidates_for(slots: list[Slot]) -> Iterator[Candidate]:
     value_choices = _value_choices(slots)
     guessed = _guessed_positions(slots)
     has_size = any(slot.kind == SHAPE for slot in slots)
-    for plan in plans(float_names, has_index, has_size) if float_names else [Plan("no float tensor", lambda i, n: ())]:
+    square_first = any(slot.square for slot in slots if slot.kind == FLOAT)
+    planned = plans(float_names, has_index, has_size, square_first) if float_names else \
+        [Plan("no float tensor", lambda i, n: ())]
+    for plan in planned:
         for values in value_choices:
             for low, high in VALUE_RANGES:
                 specs, detail = _arguments(slots, plan, values, low, high)
@@ -1008,6 +1025,66 @@ def plain_value_hints(cls: type) -> dict[str, tuple[Any, ...]]:
     return hints
 
 
+# --- square matrices and last sizes that forward's code reads ---------------------------------------
+
+# Ops that take square matrices only (``torch.linalg.solve(A, b)``: its first argument).
+_SQUARE_OPS = frozenset({"inv", "inv_ex", "inverse", "det", "logdet", "slogdet", "eig", "eigvals", "eigh", "eigvalsh",
+                         "cholesky", "cholesky_ex", "matrix_exp", "matrix_power", "solve", "solve_ex", "lu_factor",
+                         "ldl_factor", "cholesky_inverse"})
+_SQUARE_METHODS = frozenset({"inverse", "det", "logdet", "slogdet", "cholesky", "matrix_exp", "matrix_power"})
+MAX_COMPARED_LAST = 8
+
+
+def read_shapes(cls: type, slots: list[Slot]) -> list[Slot]:
+    """The float tensors' shapes where forward's code fixes them, before any error:
+
+    - a tensor handed to an op that takes square matrices only (``torch.linalg.solve(A, b)``,
+      ``torch.linalg.eigh(K)``, ``A.inverse()``) is square: the square plans come first
+      (``plans``), for every tensor, so that a right-hand side fits too;
+    - a last size compared with a number (``assert x.shape[-1] == 3``, ``if v.size(-1) != 4:
+      raise``) is that size (``Slot.last``)."""
+    floats = {slot.name for slot in slots if slot.kind == FLOAT and slot.shape is None}
+    function = forward_function(cls) if floats else None
+    if function is None:
+        return slots
+    square: set[str] = set()
+    last: dict[str, int] = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            owner = node.func.value
+            if node.func.attr in _SQUARE_OPS and node.args and isinstance(node.args[0], ast.Name) and \
+                    (isinstance(owner, ast.Name) and owner.id == "torch" or
+                     isinstance(owner, ast.Attribute) and owner.attr == "linalg"):
+                square.add(node.args[0].id)
+            elif node.func.attr in _SQUARE_METHODS and isinstance(owner, ast.Name):
+                square.add(owner.id)
+        elif isinstance(node, ast.Compare) and len(node.comparators) == 1 and \
+                isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
+            for side, other in ((node.left, node.comparators[0]), (node.comparators[0], node.left)):
+                name = _last_size_read(side)
+                if name in floats and isinstance(other, ast.Constant) and type(other.value) is int \
+                        and 2 <= other.value <= MAX_COMPARED_LAST:
+                    last.setdefault(name, other.value)
+    if not square & floats and not last:
+        return slots
+    return [replace(slot, square=slot.name in square or slot.square,
+                    last=slot.last if slot.last is not None else last.get(slot.name)) if slot.name in floats else slot
+            for slot in slots]
+
+
+def _last_size_read(node: ast.AST) -> Optional[str]:
+    """The name whose last size ``node`` reads: ``x.shape[-1]``, ``x.size(-1)``, ``x.size()[-1]``."""
+    def is_last(index: ast.AST) -> bool:
+        return isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.USub) and \
+            isinstance(index.operand, ast.Constant) and index.operand.value == 1
+    if isinstance(node, ast.Subscript) and is_last(node.slice):
+        return _shape_read(node.value)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "size" and \
+            len(node.args) == 1 and is_last(node.args[0]) and isinstance(node.func.value, ast.Name):
+        return node.func.value.id
+    return None
+
+
 # --- ranks that forward's code reads --------------------------------------------------------------
 
 # A shape of each rank, the last two sizes even and different: forwards that unpack
@@ -1035,11 +1112,12 @@ def forward_function(cls: type) -> Optional[ast.FunctionDef]:
 
 def read_from_forward(cls: type, slots: list[Slot]) -> list[Slot]:
     """The guessed tensors that forward's code shows are something else, read in one parse:
-    ``unpacked_in_calls``, then ``called_in_forward``, then ``tested_in_forward``."""
+    ``unpacked_in_calls``, then ``called_in_forward``, then ``tested_in_forward``, then
+    ``counted_in_forward``."""
     function = forward_function(cls) if _guessed(slots) else None
     if function is None:
         return slots
-    for reader in (unpacked_in_calls, called_in_forward, tested_in_forward):
+    for reader in (unpacked_in_calls, called_in_forward, tested_in_forward, counted_in_forward):
         slots = reader(function, slots)
     return slots
 
@@ -1106,6 +1184,98 @@ def unpacked_in_calls(function: ast.FunctionDef, slots: list[Slot]) -> list[Slot
     return [Slot(slot.name, "value", (empty[slot.name],)) if slot.name in empty else slot for slot in slots]
 
 
+# Methods (and ``torch.`` functions, one argument later) whose first argument is a dimension, or
+# whose arguments are sizes or counts; a float tensor of several elements raises in each of them.
+_DIMENSION_FIRST = frozenset({"sum", "mean", "prod", "std", "var", "nansum", "nanmean", "size", "softmax",
+                              "log_softmax", "cumsum", "cumprod", "logcumsumexp", "unsqueeze", "squeeze",
+                              "argmax", "argmin", "logsumexp", "amax", "amin", "unbind", "narrow", "select",
+                              "flatten", "cat", "concat", "stack", "all", "any", "count_nonzero", "diff"})
+_DIMENSION_PAIR = frozenset({"transpose", "swapaxes", "swapdims", "movedim"})
+_SIZES = frozenset({"view", "reshape", "expand", "repeat", "new_zeros", "new_ones", "new_empty", "tile"})
+_FACTORIES = frozenset({"zeros", "ones", "empty", "rand", "randn", "eye", "arange"})  # `torch.zeros(k, n)`
+_COUNT_FIRST = frozenset({"topk", "kthvalue", "chunk", "tensor_split"})
+_CLAMPS = frozenset({"clamp", "clamp_", "clip", "clip_"})
+_TORCH_MODULES = frozenset({"torch", "F", "functional"})
+_OTHER_MODULES = frozenset({"np", "numpy", "math", "scipy", "sp", "jnp", "cp", "cupy"})  # their own conventions
+DIMENSION, FIRST_DIMENSION, COUNT = (-1,), (0,), (2,)
+BOUNDS = ((-0.5,), (0.5,))  # a clamp's lower and upper bound: inside the values' range, so both clip
+
+
+def counted_in_forward(function: ast.FunctionDef, slots: list[Slot]) -> list[Slot]:
+    """Guessed tensors that forward's code uses where only a Python number fits, each made one:
+
+    - a dimension (``x.sum(k)``, ``x.size(k)``, ``torch.cat(xs, k)``, ``x.transpose(a, b)``): -1,
+      the first of a pair 0;
+    - a size or a count (``range(k)``, ``x[:k]``, ``x.view(-1, k)`` beside other sizes,
+      ``torch.topk(x, k)``): 2 (a start, ``x.narrow(d, start, k)``: 0);
+    - compared with an int (``if k > 1:``, ``assert n == 3``): 2, then 1;
+    - a clamp's bound (``torch.clamp(x, q_min, q_max)``, ``x.clamp(min=lo, max=hi)``): -0.5 and 0.5.
+
+    A tensor of several elements raises in each of the first three (and a guess that forward's
+    error would lead to a value only one slot at a time: a quantizer's ``ch_axis``, ``quant_min``
+    and ``quant_max`` need all three). A parameter forward also reads a tensor-only attribute of
+    (``k.shape``) stays a tensor."""
+    guessed = _guessed(slots) - tensor_only_reads(function)
+    if not guessed:
+        return slots
+    found: dict[str, tuple[Any, ...]] = {}
+
+    def mark(node: Optional[ast.AST], values: tuple[Any, ...]) -> None:
+        if isinstance(node, ast.Name) and node.id in guessed:
+            found.setdefault(node.id, values)
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):  # `x.view(-1, -k)`
+            mark(node.operand, values)
+
+    tests = [test for node in ast.walk(function) if isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert))
+             for test in (node.test.values if isinstance(node.test, ast.BoolOp) else [node.test])]
+    for test in tests:  # (not `x > 0` elsewhere: on a tensor that is a mask)
+        if isinstance(test, ast.Compare) and any(isinstance(side, ast.Constant) and type(side.value) is int
+                                                 for side in (test.left, *test.comparators)):
+            for side in (test.left, *test.comparators):
+                mark(side, (2, 1))
+    for node in ast.walk(function):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range":
+            for argument in node.args:
+                mark(argument, COUNT)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            name = node.func.attr
+            owner = node.func.value
+            if isinstance(owner, ast.Name) and owner.id in _OTHER_MODULES:
+                continue
+            on_torch = isinstance(owner, ast.Attribute) and owner.attr == "linalg" or \
+                isinstance(owner, ast.Name) and owner.id in _TORCH_MODULES
+            first = 1 if on_torch and name not in _FACTORIES else 0  # `torch.sum(x, k)`: x comes first
+            arguments = node.args
+            if name in _DIMENSION_FIRST and len(arguments) > first:
+                mark(arguments[first], DIMENSION)
+                if name == "narrow":  # `x.narrow(d, start, length)`
+                    for argument in arguments[first + 1:first + 3]:
+                        mark(argument, COUNT if argument is arguments[first + 2] else (0,))
+            elif name in _DIMENSION_PAIR and len(arguments) > first + 1:
+                mark(arguments[first], FIRST_DIMENSION)
+                mark(arguments[first + 1], DIMENSION)
+            elif name in _COUNT_FIRST and len(arguments) > first:
+                mark(arguments[first], COUNT)
+            elif (name in _SIZES or on_torch and name in _FACTORIES) and len(arguments) - first > 1:
+                # (a lone argument may be the whole size, `x.repeat(factors)`: a tuple, not a count)
+                for argument in arguments[first:]:
+                    mark(argument, COUNT)
+            elif name in _CLAMPS:
+                bounds = arguments[1:3] if on_torch else arguments[0:2]
+                for bound, values in zip(bounds, BOUNDS):
+                    mark(bound, values)
+                for keyword in node.keywords:
+                    if keyword.arg in ("min", "max"):
+                        mark(keyword.value, BOUNDS[keyword.arg == "max"])
+            for keyword in node.keywords:
+                if keyword.arg in ("dim", "axis"):
+                    mark(keyword.value, DIMENSION)
+        elif isinstance(node, ast.Slice):
+            for bound in (node.lower, node.upper, node.step):
+                mark(bound, COUNT)
+    return [Slot(slot.name, "value", found[slot.name]) if slot.name in found else slot for slot in slots]
+
+
 def _shape_read(node: ast.AST) -> Optional[str]:
     """The name whose whole shape ``node`` reads: ``x.shape``, ``x.size()``."""
     if isinstance(node, ast.Attribute) and node.attr == "shape" and isinstance(node.value, ast.Name):
@@ -1151,7 +1321,9 @@ def read_ranks(cls: type, slots: list[Slot]) -> list[Slot]:
 def _values_used_as_tensors(cls: type, slots: list[Slot]) -> list[Slot]:
     """The slots with a plain value that the parameter's name alone suggested (``low`` as a
     bound) made a float tensor where forward's code fixes its rank (``read_ranks``: it unpacks
-    its shape or indexes three dimensions). A default, an annotation or a call site still wins.
+    its shape or indexes three dimensions), or reads what only a tensor has (``scale.view(-1)``,
+    ``mu.detach()``, ``scale.device``: ``tensor_only_reads``). A default, an annotation or a call
+    site still wins.
     Any other tensor use (``p[..., :3]``) is left to the second tries: forward's error ("'float'
     object is not subscriptable") leads them to the last sizes, with unit quaternions where a
     Lie group's layout asks for them, which a plain (3, 4) tensor would miss."""
@@ -1161,7 +1333,27 @@ def _values_used_as_tensors(cls: type, slots: list[Slot]) -> list[Slot]:
     as_tensors = [Slot(slot.name, FLOAT, guessed=True) if slot.name in named else slot for slot in slots]
     ranked = {slot.name for slot in read_ranks(cls, as_tensors)
               if slot.name in named and (slot.rank is not None or slot.min_rank is not None)}
+    function = forward_function(cls)
+    ranked |= named & tensor_only_reads(function) if function is not None else set()
     return [Slot(slot.name, FLOAT, guessed=True) if slot.name in ranked else slot for slot in slots]
+
+
+# What only a tensor has, of what forward reads from a parameter (a Python number has none of it):
+# `mu.detach()`, `scale.view(-1, 1)`, `scale.device`. (Not `.real`, `.item()`: numbers have them too,
+# or a 1-element tensor is meant, which the second tries find from forward's error.)
+_TENSOR_ONLY = frozenset({
+    "detach", "view", "view_as", "reshape", "reshape_as", "unsqueeze", "squeeze", "expand", "expand_as",
+    "device", "dtype", "shape", "size", "dim", "ndim", "numel", "cpu", "cuda", "to", "type_as", "clone",
+    "contiguous", "numpy", "new_zeros", "new_ones", "new_full", "new_empty", "new_tensor", "requires_grad",
+    "transpose", "permute", "flatten", "repeat", "masked_fill", "index_select", "gather", "matmul", "mm"})
+
+
+def tensor_only_reads(function: ast.FunctionDef) -> set[str]:
+    """forward's parameters that forward reads a tensor-only attribute or method of (``_TENSOR_ONLY``)."""
+    parameters = {argument.arg for argument in function.args.args}
+    return {node.value.id for node in ast.walk(function)
+            if isinstance(node, ast.Attribute) and node.attr in _TENSOR_ONLY and isinstance(node.value, ast.Name)
+            and node.value.id in parameters}
 
 
 # --- ranks and dtypes that forward's errors ask for ------------------------------------------------
@@ -1206,6 +1398,7 @@ def _targeted(parameters: list[inspect.Parameter], slots: list[Slot], errors: li
         yield typed
     for base in ([typed] if typed is not None else []) + [slots]:
         yield from _ranked(base, errors)
+    yield from _matrix_product_sized(parameters, slots, errors)
     if any(_WRONG_COUNT.search(error) for error in errors):
         # `*params` guessed one tensor where backward returns a gradient per parameter of the
         # modules it is given (none, for the stand-in callable): try none.
@@ -1216,6 +1409,31 @@ def _targeted(parameters: list[inspect.Parameter], slots: list[Slot], errors: li
 
 
 _WRONG_COUNT = re.compile(r"returned an incorrect number of gradients")
+# "mat1 and mat2 shapes cannot be multiplied (3x4 and 12x16)": mat1's columns must be mat2's rows.
+_MATRIX_PRODUCT = re.compile(r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)")
+MAX_PRODUCT_SIZE = 32
+
+
+def _matrix_product_sized(parameters: list[inspect.Parameter], slots: list[Slot],
+                          errors: list[str]) -> Iterator[list[Slot]]:
+    """The slots with the first float tensor's last size what a matrix product asked of it: forward
+    builds the other factor from the other inputs (a quaternion layer concatenates four weights
+    into a (4·in, 4·out) matrix, so its input is (B, 4·in)). Then the same with the tensors whose
+    default is None (a bias) left out, whose guessed size the product's result may not share."""
+    first = next((slot.name for slot in slots if slot.kind == FLOAT and slot.shape is None and slot.last is None), None)
+    if first is None:
+        return
+    defaults_none = {parameter.name for parameter in parameters if parameter.default is None}
+    for size in dict.fromkeys(int(match.group(3)) for error in errors for match in _MATRIX_PRODUCT.finditer(error)
+                              if int(match.group(2)) != int(match.group(3))):
+        if not 2 <= size <= MAX_PRODUCT_SIZE:
+            continue
+        sized = [replace(slot, last=size) if slot.name == first else slot for slot in slots]
+        yield sized
+        left_out = [Slot(slot.name, "value", (None,)) if slot.kind == FLOAT and slot.name in defaults_none
+                    and slot.name != first else slot for slot in sized]
+        if left_out != sized:
+            yield left_out
 
 
 # "labels must be torch.int32", "expected scalar type Int but found Long", "Expected tensor of dtype int32".

@@ -36,6 +36,7 @@ from autograd_lint.fix.edits import Round
 from autograd_lint.fix.options import FixOptions, fix_counts
 from autograd_lint.fix.registry import FIXERS
 from autograd_lint.fix.write import unified_diff, write_atomically
+from autograd_lint.pipeline import remember_lints
 from autograd_lint.source import SourceError, read_bytes
 
 MAX_ROUNDS = 10
@@ -68,8 +69,10 @@ def process(results: list, args: argparse.Namespace, selection_for, relint: Call
             out: TextIO, err: TextIO) -> Outcome:
     """Fix (``--fix``) or diff (``--diff``). ``results`` come from the engine, without
     ``fix_available``: the fixers are asked here, and what they answer sets it (for a file left
-    as it was) or spares asking them again (the lint after writing: ``remember_answers``)."""
-    with remember_answers():
+    as it was) or spares asking them again (the lint after writing: ``remember_answers``). The
+    lint after writing takes the last round's lint of a file's text when the file's project
+    facts are those the round linted it with (``pipeline.remember_lints``)."""
+    with remember_answers(), remember_lints():
         return _process(results, args, selection_for, relint, out, err)
 
 
