@@ -77,6 +77,22 @@ as the package `deel`, torch-diffsim as `diffsim`, torch-sim-atomistic as `torch
         micronet se3-transformer-pytorch flowcon pytorch-kinematics torch-sim-atomistic bitnet-v3 quatnet jevloss \
         torch-dimensions torch-vn-algebra torchsim
     PYTHONPATH=. /tmp/venv-blind11/bin/python bench/dynamic_ecosystem.py run --batch blind11 --out /tmp/blind11-now
+
+`--batch blind12` selects the twelfth blind batch (issue 29's measure, again): twenty-four more pure-PyTorch packages,
+in an environment of their own (bench/dynamic-blind12-constraints.txt, torch pinned). nvmath-python goes in a second
+step (cochain's linear algebra does not import without it, though it does not declare it), and torchvision, which
+snnlab and sinkhorn-rebasin pull in, is removed (not built for this torch, it breaks `transformers`, which
+organic-clone-machines imports). organic-clone-machines installs as `ocm`, sinkhorn-rebasin as `rebasin`,
+cheetah-accelerator as `cheetah`, pararnn-torch as `pararnn`::
+
+    python3 -m venv /tmp/venv-blind12
+    /tmp/venv-blind12/bin/pip install -e . torch==2.13.0 -c bench/dynamic-blind12-constraints.txt \
+        bioelectrics cheetah-accelerator deepquantum entropack ffolayer flash-semicrf mbirtorch ot-markov-distances \
+        peftml ppq sll-core spd-learn cochain fastqml pararnn-torch qconduit qmlkit syndrilla torchrdit \
+        neuromorphic-rt organic-clone-machines snnlab phasetorch sinkhorn-rebasin
+    /tmp/venv-blind12/bin/pip install torch==2.13.0 -c bench/dynamic-blind12-constraints.txt nvmath-python
+    /tmp/venv-blind12/bin/pip uninstall -y torchvision
+    PYTHONPATH=. /tmp/venv-blind12/bin/python bench/dynamic_ecosystem.py run --batch blind12 --out /tmp/blind12-now
 """
 
 from __future__ import annotations
@@ -122,8 +138,16 @@ BLIND11 = ("torchgdm", "torch_dimensions", "torchsim", "micronet", "bitnet_v3", 
            "activations_plus", "bioiot", "deel", "koopman", "multi_quantization", "qmctorch", "tesseract_torch",
            "dalib", "lie_transformer_pytorch", "se3_transformer_pytorch", "flowcon", "pytorch_kinematics", "torch_sim",
            "QuatNet", "jevloss")
+# Import names of the twelfth blind batch (issue 29's measure, bench/dynamic-findings.md): pure-PyTorch packages that
+# no earlier batch used, their directories under site-packages (`cheetah` is cheetah-accelerator's, `pararnn`
+# pararnn-torch's, `ocm` organic-clone-machines', `rebasin` sinkhorn-rebasin's); run once, blind, at the commit the
+# findings name.
+BLIND12 = ("flash_semicrf", "spd_learn", "cochain", "cheetah", "ppq", "deepquantum", "ffolayer", "peftml",
+           "mbirtorch", "ot_markov_distances", "sll_core", "pararnn", "qconduit", "snnlab", "bioelectrics",
+           "entropack", "fastqml", "qmlkit", "syndrilla", "torchrdit", "neuromorphic_rt", "ocm", "phasetorch",
+           "rebasin")
 BATCHES = {"ecosystem": PACKAGES, "blind7": BLIND7, "blind8": BLIND8, "blind9": BLIND9, "blind10": BLIND10,
-           "blind11": BLIND11}
+           "blind11": BLIND11, "blind12": BLIND12}
 
 
 def run(args: argparse.Namespace) -> int:
