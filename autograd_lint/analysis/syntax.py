@@ -8,7 +8,7 @@ import threading
 from typing import Iterator, Optional, Sequence, Union
 
 import libcst as cst
-from libcst._nodes.base import CSTNode
+from libcst import CSTNode
 
 
 def parse_module(source: str) -> cst.Module:

@@ -307,6 +307,9 @@ def _define_nested(module: Any, request: dict) -> tuple[dict, dict]:
     filename = getattr(module, "__file__", None)
     if not static or not filename:
         return {}, {}
+    defined = {(cls.__name__, _source_line(cls)) for cls in function_classes(module)}
+    if static <= defined:  # the import defined them all: nothing to read
+        return {}, {}
     from autograd_lint.dynamic import nested
 
     try:
@@ -314,7 +317,6 @@ def _define_nested(module: Any, request: dict) -> tuple[dict, dict]:
             source = handle.read()
     except (OSError, UnicodeDecodeError):
         return {}, {}
-    defined = {(cls.__name__, _source_line(cls)) for cls in function_classes(module)}
     made: dict = {}
     refused: dict = {}
     for found in nested.nested_classes(source, filename):

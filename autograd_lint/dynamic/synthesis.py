@@ -995,11 +995,7 @@ def plain_value_hints(cls: type) -> dict[str, tuple[Any, ...]]:
     for match in re.finditer(r"^\s*(\w+)\s*(?:\((int|float|bool)\)\s*:|:\s*(int|float|bool)\s*$)",
                              documentation, re.MULTILINE):
         hints.setdefault(match.group(1), _DOCUMENTED_VALUES[match.group(2) or match.group(3)])
-    try:
-        tree = ast.parse(textwrap.dedent(_forward_source(cls)))
-    except SyntaxError:
-        return hints
-    function = next((node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)), None)
+    function = forward_function(cls)
     if function is None:
         return hints
     parameters = {argument.arg for argument in function.args.args}
@@ -1102,12 +1098,22 @@ def ranked_shape(rank: int, square: bool = False) -> tuple[int, ...]:
     return (*shape[:-2], shape[-1], shape[-1]) if square and rank >= 2 else shape
 
 
+_FORWARD_TREES: dict[Any, Optional[ast.FunctionDef]] = {}
+
+
 def forward_function(cls: type) -> Optional[ast.FunctionDef]:
-    try:
-        tree = ast.parse(textwrap.dedent(_forward_source(cls)))
-    except SyntaxError:
-        return None
-    return next((node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)), None)
+    """forward's ``def``, parsed once per forward: each reader of forward's code asks for it
+    (ranks, shapes, numbers, callables...), and the candidates are built more than once a class.
+    The readers only read the tree."""
+    forward = getattr(cls, "forward", None)
+    if forward not in _FORWARD_TREES:
+        try:
+            tree = ast.parse(textwrap.dedent(_forward_source(cls)))
+        except SyntaxError:
+            tree = None
+        _FORWARD_TREES[forward] = next((node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)),
+                                       None) if tree is not None else None
+    return _FORWARD_TREES[forward]
 
 
 def read_from_forward(cls: type, slots: list[Slot]) -> list[Slot]:
