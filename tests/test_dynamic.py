@@ -907,23 +907,28 @@ def test_every_class_the_static_scan_finds_is_in_the_report(fixture_run):
     entries = [(entry["function_class"], entry["line"], entry["status"], entry["reason"])
                for entry in report["functions"] if entry["path"].endswith("hidden_classes.py")]
     assert entries == [
-        ("Scale", 20, "not-defined",
+        ("Scale", 21, "not-defined",
          "not defined at import: under `if HAS_TRITON:`, a condition that was false at import"),
-        ("Scale", 31, "checked", ""),
-        ("make_local_cube.<locals>.LocalCube", 42, "checked", ""),
-        ("make_square.<locals>.Square", 57, "checked", ""),
-        ("Negate", 74, "checked", ""),
-        ("Learner.build.<locals>.Surrogate", 87, "checked", ""),
-        ("make_scaled.<locals>.Scaled", 101, "not-defined",
+        ("Scale", 32, "checked", ""),
+        ("make_local_cube.<locals>.LocalCube", 43, "checked", ""),
+        ("make_square.<locals>.Square", 58, "checked", ""),
+        ("Negate", 75, "checked", ""),
+        ("Learner.build.<locals>.Surrogate", 88, "checked", ""),
+        ("make_scaled.<locals>.Scaled", 102, "not-defined",
          "not defined at import: inside `make_scaled()`, which the import did not call; "
          "its code reads `factor` of `make_scaled()`"),
-        ("make_wrong_cube.<locals>.WrongCube", 114, "checked", ""),
+        ("make_wrong_cube.<locals>.WrongCube", 115, "checked", ""),
+        ("leaky_step.<locals>.LeakyStep", 133, "checked", ""),
+        ("make_wrong_scale.<locals>.WrongScale", 146, "checked", ""),
+        ("make_clamped.<locals>.Clamped", 161, "not-defined",
+         "not defined at import: inside `make_clamped()`, which the import did not call; "
+         "its code reads `limit` of `make_clamped()`"),
     ], entries
-    # The wrong one of the two `Scale`s is the one reported, on its own line; and the wrong class
-    # of an uncalled function, defined from its source.
+    # The wrong one of the two `Scale`s is the one reported, on its own line; and the wrong classes
+    # of uncalled functions, defined from their source.
     assert [(f["line"], f["code"]) for f in findings if f["path"].endswith("hidden_classes.py")] == [
-        (31, "AGL901"), (114, "AGL901")]
-    assert ("warning: --dynamic: fixtures/dynamic/hidden_classes.py:101: make_scaled.<locals>.Scaled: "
+        (32, "AGL901"), (115, "AGL901"), (146, "AGL901")]
+    assert ("warning: --dynamic: fixtures/dynamic/hidden_classes.py:102: make_scaled.<locals>.Scaled: "
             "not checked: not defined at import: inside `make_scaled()`") in result.stderr
 
 
@@ -936,8 +941,22 @@ def test_a_class_of_an_uncalled_function_is_defined_from_its_source(fixture_run)
     assert {"gradcheck", "gradgradcheck"} <= set(entry["ran"]) and entry["runtime_findings"] == [], entry
     assert ("defined from its source: `make_local_cube()`, which holds it, was not called, and the class "
             "reads no name of it") in entry["inputs"]["detail"], entry
-    (wrong,) = [f for f in findings if f["path"].endswith("hidden_classes.py") and f["line"] == 114]
+    (wrong,) = [f for f in findings if f["path"].endswith("hidden_classes.py") and f["line"] == 115]
     assert "defined from its source: `make_wrong_cube()`" in wrong["evidence"], wrong
+
+
+def test_a_factory_class_reading_parameters_with_defaults_sees_the_defaults(fixture_run):
+    """A class that reads only its factory's parameters, each with a constant default the factory
+    never reassigns, is defined with those values: the right one passes, the wrong one is an
+    AGL901 error whose evidence names the values; a reassigned parameter keeps it undefined."""
+    _, findings, report = fixture_run
+    right = function(report, "leaky_step.<locals>.LeakyStep")
+    assert {"gradcheck", "gradgradcheck"} <= set(right["ran"]) and right["runtime_findings"] == [], right
+    assert "their defaults (`offset=0.001`, `slope=0.5`)" in right["inputs"]["detail"], right
+    (wrong,) = [f for f in findings if f["path"].endswith("hidden_classes.py") and f["line"] == 146]
+    assert wrong["code"] == "AGL901" and wrong["severity"] == "error", wrong
+    assert "their defaults (`factor=3.0`)" in wrong["evidence"], wrong
+    assert function(report, "make_clamped.<locals>.Clamped")["status"] == "not-defined"
 
 
 def test_complex_gradients_for_real_guesses_are_checked_on_complex_inputs(fixture_run):

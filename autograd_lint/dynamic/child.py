@@ -327,18 +327,24 @@ def _define_nested(module: Any, request: dict) -> tuple[dict, dict]:
         if read is None:
             continue
         read.discard(found.node.name)  # its own name: the class, inside the function as here
-        if read:
+        bindings = nested.default_bindings(found, read, module) if read else {}
+        if bindings is None:
             names = ", ".join(f"`{name}`" for name in sorted(read))
             refused[f"{found.node.name}:{found.node.lineno}"] = f"its code reads {names} of `{found.function}`"
             continue
         try:
-            cls = nested.define(found, source, module)
+            cls = nested.define(found, source, module, bindings)
         except BaseException as error:  # noqa: B036 - its decorators and bases are the user's code
             refused[f"{found.node.name}:{found.node.lineno}"] = (
                 f"defining it from its source raised {type(error).__name__}: {_first_line(error)}")
             continue
-        made[cls] = (f"defined from its source: `{found.function}`, which holds it, was not called, "
-                     "and the class reads no name of it")
+        if bindings:
+            values = ", ".join(f"`{name}={value!r}`" for name, value in sorted(bindings.items()))
+            made[cls] = (f"defined from its source: `{found.function}`, which holds it, was not called; "
+                         f"the parameters the class reads have their defaults ({values})")
+        else:
+            made[cls] = (f"defined from its source: `{found.function}`, which holds it, was not called, "
+                         "and the class reads no name of it")
     return made, refused
 
 
