@@ -1068,14 +1068,22 @@ def test_the_packages_docstring_examples_build_what_no_guess_can(fixture_run):
 
 def test_a_failure_within_forwards_precision_or_an_eigenvector_phase_is_a_warning(fixture_run):
     # fixtures/dynamic/precision_limits.py: float32 values in a float64 output, a slope kept in 8
-    # fractional bits (both pass gradcheck at 2% with wide steps), raw eigenvectors of `eig`.
-    _, findings, _ = fixture_run
+    # fractional bits (both pass gradcheck at 2% with wide steps); eigenvectors of `eig`, checked
+    # on |v|^2: the right one passes, a wrong one fails.
+    _, findings, report = fixture_run
     failed = runtime(findings, "precision_limits.py", "AGL901")
     assert {name: failed[name]["severity"] for name in failed} == {
-        "RoundedInside": "warning", "QuantizedSlope": "warning", "Eigenvectors": "warning", "RoundedInsideWrong": "error"}
+        "RoundedInside": "warning", "QuantizedSlope": "warning", "EigenvectorsWrong": "error",
+        "RoundedInsideWrong": "error"}
     assert "(within 2%: gradcheck passes with steps of 0.001 and a 2% tolerance" in failed["RoundedInside"]["message"]
     assert "within 2%" not in failed["RoundedInsideWrong"]["message"]  # a wrong factor misses at 2% too
-    assert "forward calls `eig`, whose eigenvectors are defined up to a phase" in failed["Eigenvectors"]["message"]
+    assert ("gradcheck fails on |v|^2 of the eigenvectors forward returns, a function that does not depend on the "
+            "phase `eig` leaves free, so the gradient itself is wrong") in failed["EigenvectorsWrong"]["message"], \
+        failed["EigenvectorsWrong"]
+    right = function(report, "Eigenvectors")
+    assert right["runtime_findings"] == [] and "gradcheck" in right["ran"], right
+    assert any("on |v|^2 of them, which does not depend on the phase, it passes" in note
+               for note in right["skipped"]), right
 
 
 def test_a_mismatch_only_where_forward_ignores_the_input_is_a_warning(fixture_run):
