@@ -961,14 +961,19 @@ def test_a_factory_class_reading_parameters_with_defaults_sees_the_defaults(fixt
 
 def test_complex_gradients_for_real_guesses_are_checked_on_complex_inputs(fixture_run):
     """Backward returns complex gradients for the guessed real inputs (autograd raises): the same
-    guess made complex is checked; the right class passes, the wrong one is a warning only."""
+    guess made complex is checked; the right class passes; a wrong one that is wrong for real
+    values made complex too is an error, one right for them is a warning only."""
     _, findings, report = fixture_run
     right = function(report, "ExpOfImaginary")
     assert right["status"] == "checked" and right["runtime_findings"] == [], right
     assert "real tensors made complex" in right["inputs"]["detail"], right
-    wrong = runtime(findings, "complex_gradients.py", "AGL901")["ExpOfImaginaryNoConjugate"]
-    assert wrong["severity"] == "warning", wrong
-    assert "not certain: backward returned complex gradients for the guessed real inputs" in wrong["message"]
+    failed = runtime(findings, "complex_gradients.py", "AGL901")
+    assert {name: failed[name]["severity"] for name in failed} == {
+        "ExpOfImaginaryNoConjugate": "error", "ConjugateNoConjugate": "warning"}, failed
+    assert "it fails as well on the real values made complex inside forward's call" in \
+        failed["ExpOfImaginaryNoConjugate"]["message"]
+    assert "not certain: backward returned complex gradients for the guessed real inputs" in \
+        failed["ConjugateNoConjugate"]["message"]
 
 
 def test_a_forward_that_calls_exit_reads_as_one(fixture_run):

@@ -526,7 +526,9 @@ def _uncertain_on_guesses(cls: type, inputs: Any, names: list[str], found: list,
       derived for a covariance (a matrix square root by Newton-Schulz iterations).
     - AGL903 when the only problem is a complex gradient for an input guessed real.
     - AGL901, AGL902 on inputs made complex because backward returned complex gradients for the
-      real ones (``inputs.MADE_COMPLEX``): the class may be meant for real inputs only.
+      real ones (``inputs.MADE_COMPLEX``): the class may be meant for real inputs only. An AGL901
+      that gradcheck confirms on real values promoted to complex inside (the gradient a wrapper
+      that promotes its argument gets) stays an error.
     - AGL903 when the only problem is the number of gradients and forward takes ``*args``: how
       many to pass there was guessed (a reversible block's ``*params`` are its modules').
     - AGL903 when every problem is a gradient shaped for a smaller input that broadcasts to the
@@ -547,10 +549,18 @@ def _uncertain_on_guesses(cls: type, inputs: Any, names: list[str], found: list,
                 "numbers: the class may be meant for a complex input; declare an @example to check it on real "
                 "inputs)")))
         elif finding.code in _JUDGED_BY_GRADIENTS and MADE_COMPLEX in inputs.detail:
+            promoted = _promoted_reals_verdict(cls, inputs, entry) if finding.code == "AGL901" else None
+            if promoted is False:
+                result.append(replace(finding, message=(
+                    f"{finding.message}; it fails as well on the real values made complex inside forward's call, "
+                    "which is the gradient a wrapper that promotes a real argument gets: that gradient is wrong")))
+                continue
+            passes = ("; on real values made complex inside forward's call, as a wrapper that promotes a real "
+                      "argument passes them, gradcheck passes") if promoted else ""
             result.append(replace(finding, level="warning", message=(
                 f"{finding.message} (not certain: backward returned complex gradients for the guessed real "
-                "inputs, so they were made complex for gradcheck, and the class may be meant for real inputs "
-                "only; declare an @example to check it on real inputs)")))
+                f"inputs, so they were made complex for gradcheck, and the class may be meant for real inputs "
+                f"only{passes}; declare an @example to check it on real inputs)")))
         elif finding.code == "AGL903" and finding.kinds == ("count",) and _variadic(cls):
             result.append(replace(finding, level="warning", message=(
                 f"{finding.message} (not certain: forward takes `*{_variadic(cls)}`, and how many arguments to "
@@ -589,6 +599,20 @@ def _uncertain_on_guesses(cls: type, inputs: Any, names: list[str], found: list,
         else:
             result.append(finding)
     return result
+
+
+def _promoted_reals_verdict(cls: type, inputs: Any, entry: dict) -> Optional[bool]:
+    """gradcheck's verdict with the inputs made complex given real and promoted inside
+    (``checks.promoted_verdict``); None when it cannot tell."""
+    from autograd_lint.dynamic import checks
+
+    try:
+        verdict = checks.promoted_verdict(cls, inputs.make_inputs)
+    except BaseException:  # noqa: B036 - the user's code under check can raise anything
+        return None
+    if verdict is not None:
+        entry["ran"].append("gradcheck on real values made complex inside")
+    return verdict
 
 
 def _is_guessed_number(value: Any) -> bool:
