@@ -1111,3 +1111,17 @@ def test_a_mismatch_the_class_documents_is_a_warning_that_quotes_it(fixture_run)
     assert 'the class documents it: "Its gradient is with respect to the mean, rather than the natural parameter: ' \
            'the natural gradient, for natural gradient descent."' in failed["NaturalMean"]["message"]
     assert failed["MeanFromNaturalParameter"]["severity"] == "error"  # natural parameters, no natural gradient
+
+
+def test_an_input_documented_as_a_distribution_is_one(fixture_run):
+    """fixtures/dynamic/distributions.py: Sinkhorn iterations need marginals that sum to one, and
+    the gradient for one is a dual potential, defined up to a constant: on plain guesses a correct
+    backward fails. Documented as distributions, they are built so and judged along the simplex;
+    the twin whose cost gradient is twice the plan stays an error there."""
+    _, findings, report = fixture_run
+    right = function(report, "SinkhornCost")
+    assert "a (4,) distribution, b (4,) distribution" in right["inputs"]["detail"], right
+    assert "gradcheck" in right["ran"] and right["runtime_findings"] == [], right
+    wrong = runtime(findings, "distributions.py", "AGL901")
+    assert set(wrong) == {"SinkhornCostWrong"} and wrong["SinkhornCostWrong"]["severity"] == "error", wrong
+    assert "gradcheck failed for input 2 (`cost`)" in wrong["SinkhornCostWrong"]["message"]
