@@ -590,12 +590,13 @@ def _uncertain_on_guesses(cls: type, inputs: Any, names: list[str], found: list,
                 "(a factorization of a matrix beside it) or pass a surrogate's gradient on purpose; declare an "
                 "@example to check it on real inputs)")))
         elif finding.code == "AGL901" and _passes_with_unit_numbers(cls, inputs, names, entry):
-            numbers = ", ".join(f"`{name}`" for name, value in zip(names, inputs.make_inputs())
-                                if _is_guessed_number(value))
+            guessed = _guessed_numbers(cls, inputs.make_inputs(), names)
+            numbers = ", ".join(f"`{name}`" for index, name in enumerate(names) if index in guessed)
             result.append(replace(finding, level="warning", message=(
                 f"{finding.message} (not certain: with the guessed numbers {numbers} all 1.0 gradcheck "
-                "passes, so backward may scale by a hyper-parameter whose real value this run does not "
-                "know; declare an @example to check it on real inputs)")))
+                "passes, so the failure may be the guess's: a hyper-parameter that backward scales by, or a "
+                "regularization too small for forward's iterations to settle, whose real value this run does "
+                "not know; declare an @example to check it on real inputs)")))
         else:
             result.append(finding)
     return result
@@ -615,20 +616,32 @@ def _promoted_reals_verdict(cls: type, inputs: Any, entry: dict) -> Optional[boo
     return verdict
 
 
-def _is_guessed_number(value: Any) -> bool:
-    return isinstance(value, float) and value != 1.0
+def _guessed_numbers(cls: type, values: tuple, names: list[str]) -> set[int]:
+    """The positions of the float arguments that are not 1.0 and not forward's own default for
+    that parameter (a tolerance or a step forward declares is the author's value, not a guess)."""
+    from autograd_lint.dynamic.synthesis import forward_parameters
+
+    defaults = {parameter.name: parameter.default for parameter in forward_parameters(cls) or ()
+                if parameter.default is not inspect.Parameter.empty}
+    return {index for index, value in enumerate(values)
+            if isinstance(value, float) and value != 1.0
+            and not (index < len(names) and names[index] in defaults and defaults[names[index]] == value)}
 
 
 def _passes_with_unit_numbers(cls: type, inputs: Any, names: list[str], entry: dict) -> bool:
-    """gradcheck, again, with every float argument that is not 1.0 set to 1.0 (nothing else
-    changed); False when there is none, or when anything raises."""
+    """gradcheck, again, with every guessed float argument (``_guessed_numbers``) set to 1.0
+    (nothing else changed); False when there is none, or when anything raises."""
     from autograd_lint.dynamic import checks
 
-    if not any(_is_guessed_number(value) for value in inputs.make_inputs()):
+    guessed = _guessed_numbers(cls, inputs.make_inputs(), names)
+    if not guessed:
         return False
 
     def unit_inputs() -> tuple:
-        return tuple(1.0 if _is_guessed_number(value) else value for value in inputs.make_inputs())
+        return tuple(1.0 if index in guessed else value for index, value in enumerate(inputs.make_inputs()))
+
+    # the same structured set (dynamic/structure.py), so the check is judged as the first was
+    unit_inputs.structures = getattr(inputs.make_inputs, "structures", ())  # type: ignore[attr-defined]
 
     try:
         again = checks.run_checks(cls, unit_inputs, names, inputs.backward_error)
