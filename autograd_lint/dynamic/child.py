@@ -113,16 +113,21 @@ def main(argv: list[str]) -> int:
 
     # Classes inside functions the import did not call, defined from their own source where that
     # makes the same class (kept here: nothing else refers to them, and gc.collect would take them).
-    from_source, result["not_definable"] = _define_nested(module, request)
-    gc.collect()  # a class whose name was bound again (a second `class F`) is gone, every time
-    classes = function_classes(module)
     skip = {tuple(key) for key in request.get("skip", [])}  # done by an earlier child, or broke it
-    spans = {cls: _source_span(cls) for cls in classes}
-    owners = [_owner(finding, classes, spans) for finding in request.get("findings", [])]
-    confirm = _load_confirm()
     # Which class this child is on, and at which stage, goes to a small file of its own
     # (``progress_path``): the result is rewritten whole, so once per class is enough for it.
     progress = _ResultWriter(progress_path(result_path), {})
+
+    def making(entry: dict) -> None:  # a function runs to make this class: if it hangs, it is blamed
+        progress.result.update(entry=entry, stage="checking")
+        progress.write()
+
+    from_source, result["not_definable"] = _define_nested(module, request, skip, making)
+    gc.collect()  # a class whose name was bound again (a second `class F`) is gone, every time
+    classes = function_classes(module)
+    spans = {cls: _source_span(cls) for cls in classes}
+    owners = [_owner(finding, classes, spans) for finding in request.get("findings", [])]
+    confirm = _load_confirm()
     for cls in classes:
         if class_key(cls) in skip:
             continue
@@ -299,10 +304,13 @@ def _import_module(path: str, project_root: str, through_namespaces: bool) -> An
     return module
 
 
-def _define_nested(module: Any, request: dict) -> tuple[dict, dict]:
+def _define_nested(module: Any, request: dict, skip: set, making: Callable[[dict], None]) -> tuple[dict, dict]:
     """The Function classes the static scan found inside functions, which the import did not
-    define, each defined from its own source where it reads no name of those functions
-    (``nested``): {class: a note for its inputs}; and for the others, {"name:line": why not}."""
+    define, each defined from its own source where it reads no name of those functions, or only
+    parameters with constant defaults (``nested``), else made by calling the function that holds
+    it (``callers.made_by_calling``): {class: a note for its inputs}; and for the others,
+    {"name:line": why not}. ``making`` is told before a function runs to make one (``skip``: the
+    classes an earlier child hung on)."""
     static = {(name, line) for name, line in request.get("static_classes", [])}
     filename = getattr(module, "__file__", None)
     if not static or not filename:
@@ -331,6 +339,16 @@ def _define_nested(module: Any, request: dict) -> tuple[dict, dict]:
         if bindings is None:
             names = ", ".join(f"`{name}`" for name in sorted(read))
             refused[f"{found.node.name}:{found.node.lineno}"] = f"its code reads {names} of `{found.function}`"
+            if (found.qualname, found.node.lineno) not in skip:
+                by_calling = _made_by_calling(found, module, request, filename, making)
+                if by_calling is not None:
+                    cls, how = by_calling
+                    made[cls] = how
+                    del refused[f"{found.node.name}:{found.node.lineno}"]
+                elif found.holder is not None:
+                    refused[f"{found.node.name}:{found.node.lineno}"] += (
+                        ", and no call of it (or of a function of the package that calls it) with guessed "
+                        "arguments reached the class")
             continue
         try:
             cls = nested.define(found, source, module, bindings)
@@ -346,6 +364,33 @@ def _define_nested(module: Any, request: dict) -> tuple[dict, dict]:
             made[cls] = (f"defined from its source: `{found.function}`, which holds it, was not called, "
                          "and the class reads no name of it")
     return made, refused
+
+
+def _made_by_calling(found: Any, module: Any, request: dict, filename: str,
+                     making: Callable[[dict], None]) -> Optional[tuple[type, str]]:
+    """``callers.made_by_calling`` for a nested class that reads its function's names; the
+    arguments its first ``apply`` got are its first candidate (``callers.MADE_WITH``)."""
+    from autograd_lint.dynamic import callers
+    from autograd_lint.dynamic.inputs import SEARCH_BUDGET_S, SEED, make_inputs_factory
+
+    if found.holder is None:
+        return None
+    node = found.node
+    making({"name": node.name, "qualname": found.qualname, "line": node.lineno, "column": node.col_offset + 1,
+            "inputs": None, "reason": "", "runtime_findings": [], "ran": [], "skipped": []})
+    try:
+        outcome = callers.made_by_calling(
+            (filename, node.lineno, node.end_lineno or node.lineno, node.name), found.holder, module,
+            request.get("call_site_files", []), lambda recipe: make_inputs_factory(recipe, "cpu"), SEED,
+            time.monotonic() + SEARCH_BUDGET_S)
+    except (Exception, SystemExit):  # noqa: BLE001 - the package's code, called with guesses
+        return None
+    if outcome is None:
+        return None
+    cls, how, candidate = outcome
+    if candidate is not None:
+        callers.MADE_WITH[cls] = candidate
+    return cls, f"{how}, since the class reads its names"
 
 
 ABSTRACT_BASE = "an abstract base: it defines no forward (its subclasses do, and are checked on their own)"

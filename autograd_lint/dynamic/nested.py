@@ -34,6 +34,9 @@ class NestedClass:
     # parameters of those functions that have a default and are never assigned in the function: the
     # value the class would see when the function is called without them (the innermost binding wins)
     parameter_defaults: tuple[tuple[str, ast.expr], ...] = ()
+    # the outermost function around it, where the package can call it: (None, name) for a function
+    # of the module, (class name, method name) for a method of a class of the module; None otherwise
+    holder: Optional[tuple[Optional[str], str]] = None
 
 
 def nested_classes(source: str, filename: str) -> list[NestedClass]:
@@ -46,22 +49,28 @@ def nested_classes(source: str, filename: str) -> list[NestedClass]:
         return []
     found: list[NestedClass] = []
 
-    def visit(node: ast.AST, prefix: str, functions: list[ast.AST], in_class: bool) -> None:
+    # top: at the module's level (under its `if`s and `try`s too); owner: the class of the module
+    # whose body this is
+    def visit(node: ast.AST, prefix: str, functions: list[ast.AST], in_class: bool,
+              holder: Optional[tuple[Optional[str], str]], owner: Optional[str], top: bool) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.ClassDef):
                 if functions and not in_class:
                     found.append(NestedClass(child, prefix + child.name, _call_name(prefix),
                                              frozenset().union(*(_locals(table, f) for f in functions)),
-                                             _parameter_defaults(table, functions)))
-                visit(child, f"{prefix}{child.name}.", functions, in_class or bool(functions))
+                                             _parameter_defaults(table, functions), holder))
+                visit(child, f"{prefix}{child.name}.", functions, in_class or bool(functions), holder,
+                      child.name if top else None, False)
             elif isinstance(child, _FUNCTIONS):
-                visit(child, f"{prefix}{child.name}.<locals>.", [*functions, child], in_class)
+                outermost = not functions and (top or owner is not None)
+                visit(child, f"{prefix}{child.name}.<locals>.", [*functions, child], in_class,
+                      (owner, child.name) if outermost else holder, None, False)
             elif isinstance(child, ast.Lambda):
                 continue
             else:
-                visit(child, prefix, functions, in_class)
+                visit(child, prefix, functions, in_class, holder, owner, top)
 
-    visit(tree, "", [], False)
+    visit(tree, "", [], False, None, None, True)
     return found
 
 
