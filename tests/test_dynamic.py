@@ -912,15 +912,15 @@ def test_every_class_the_static_scan_finds_is_in_the_report(fixture_run):
         ("Scale", 34, "checked", ""),
         ("make_local_cube.<locals>.LocalCube", 45, "checked", ""),
         ("make_square.<locals>.Square", 60, "checked", ""),
-        ("Negate", 77, "checked", ""),
-        ("Learner.build.<locals>.Surrogate", 90, "checked", ""),
-        ("make_scaled.<locals>.Scaled", 104, "checked", ""),
-        ("make_wrong_cube.<locals>.WrongCube", 117, "checked", ""),
-        ("leaky_step.<locals>.LeakyStep", 135, "checked", ""),
-        ("make_wrong_scale.<locals>.WrongScale", 148, "checked", ""),
-        ("make_clamped.<locals>.Clamped", 163, "checked", ""),
-        ("soft_sign.<locals>.SoftSign", 178, "checked", ""),
-        ("widened.<locals>.Widened", 195, "not-defined",
+        ("Negate", 78, "checked", ""),
+        ("Learner.build.<locals>.Surrogate", 91, "checked", ""),
+        ("make_scaled.<locals>.Scaled", 105, "checked", ""),
+        ("make_wrong_cube.<locals>.WrongCube", 118, "checked", ""),
+        ("leaky_step.<locals>.LeakyStep", 136, "checked", ""),
+        ("make_wrong_scale.<locals>.WrongScale", 149, "checked", ""),
+        ("make_clamped.<locals>.Clamped", 164, "checked", ""),
+        ("soft_sign.<locals>.SoftSign", 179, "checked", ""),
+        ("widened.<locals>.Widened", 196, "not-defined",
          "not defined at import: inside `widened()`, which the import did not call; its code reads `width` of "
          "`widened()`, and no call of it (or of a function of the package that calls it) with guessed arguments "
          "reached the class"),
@@ -928,8 +928,8 @@ def test_every_class_the_static_scan_finds_is_in_the_report(fixture_run):
     # The wrong one of the two `Scale`s is the one reported, on its own line; and the wrong classes
     # of uncalled functions, defined from their source.
     assert [(f["line"], f["code"]) for f in findings if f["path"].endswith("hidden_classes.py")] == [
-        (34, "AGL901"), (117, "AGL901"), (148, "AGL901")]
-    assert ("warning: --dynamic: fixtures/dynamic/hidden_classes.py:195: widened.<locals>.Widened: "
+        (34, "AGL901"), (118, "AGL901"), (149, "AGL901")]
+    assert ("warning: --dynamic: fixtures/dynamic/hidden_classes.py:196: widened.<locals>.Widened: "
             "not checked: not defined at import: inside `widened()`") in result.stderr
 
 
@@ -942,7 +942,7 @@ def test_a_class_of_an_uncalled_function_is_defined_from_its_source(fixture_run)
     assert {"gradcheck", "gradgradcheck"} <= set(entry["ran"]) and entry["runtime_findings"] == [], entry
     assert ("defined from its source: `make_local_cube()`, which holds it, was not called, and the class "
             "reads no name of it") in entry["inputs"]["detail"], entry
-    (wrong,) = [f for f in findings if f["path"].endswith("hidden_classes.py") and f["line"] == 117]
+    (wrong,) = [f for f in findings if f["path"].endswith("hidden_classes.py") and f["line"] == 118]
     assert "defined from its source: `make_wrong_cube()`" in wrong["evidence"], wrong
 
 
@@ -954,7 +954,7 @@ def test_a_factory_class_reading_parameters_with_defaults_sees_the_defaults(fixt
     right = function(report, "leaky_step.<locals>.LeakyStep")
     assert {"gradcheck", "gradgradcheck"} <= set(right["ran"]) and right["runtime_findings"] == [], right
     assert "their defaults (`offset=0.001`, `slope=0.5`)" in right["inputs"]["detail"], right
-    (wrong,) = [f for f in findings if f["path"].endswith("hidden_classes.py") and f["line"] == 148]
+    (wrong,) = [f for f in findings if f["path"].endswith("hidden_classes.py") and f["line"] == 149]
     assert wrong["code"] == "AGL901" and wrong["severity"] == "error", wrong
     assert "their defaults (`factor=3.0`)" in wrong["evidence"], wrong
     assert "made by calling make_clamped() with limit=1.0" in \

@@ -124,7 +124,7 @@ def main(argv: list[str]) -> int:
 
     from_source, result["not_definable"] = _define_nested(module, request, skip, making)
     gc.collect()  # a class whose name was bound again (a second `class F`) is gone, every time
-    classes = function_classes(module)
+    classes = _one_per_statement(function_classes(module), from_source)
     spans = {cls: _source_span(cls) for cls in classes}
     owners = [_owner(finding, classes, spans) for finding in request.get("findings", [])]
     confirm = _load_confirm()
@@ -410,6 +410,18 @@ def function_classes(module: Any) -> list[type]:
                 if subclass.__module__ == module.__name__:
                     found.append(subclass)
     return sorted(found, key=lambda cls: (_source_line(cls), cls.__qualname__))
+
+
+def _one_per_statement(classes: list[type], preferred: dict) -> list[type]:
+    """One class per class statement (qualified name and line): a factory called more than once
+    (by the module, or to make its class) makes the same class again each time. The one the run
+    defined or made itself (``preferred``) is kept, else the first."""
+    chosen: dict[tuple[str, int], type] = {}
+    for cls in classes:
+        key = class_key(cls)
+        if key not in chosen or (cls in preferred and chosen[key] not in preferred):
+            chosen[key] = cls
+    return [cls for cls in classes if chosen[class_key(cls)] is cls]
 
 
 def _own_or_inherited(cls: type) -> set[str]:
