@@ -20,12 +20,15 @@ Serial, parallel, cold and warm runs give the same findings: every step sees the
 from __future__ import annotations
 
 import os
-from typing import Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 from autograd_lint.cache import RunMemo, stamp
 from autograd_lint.findings import FileResult
-from autograd_lint.selection import CodeSet, RuleFilter
+from autograd_lint.selection import CodeSet
 from autograd_lint.source import DEFAULT_MAX_FILE_SIZE
+
+if TYPE_CHECKING:
+    from autograd_lint.selection import RuleFilter
 
 # The steps' names, imported from ``run_steps`` on first use (PEP 562): a run the memo answers
 # never loads them, nor the analysis behind them.
