@@ -20,6 +20,7 @@ import importlib.util
 import inspect
 import json
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass, field, replace
@@ -618,6 +619,11 @@ def _uncertain_on_guesses(cls: type, inputs: Any, names: list[str], found: list,
                 f"{finding.message} (not certain: backward returned complex gradients for the guessed real "
                 f"inputs, so they were made complex for gradcheck, and the class may be meant for real inputs "
                 f"only{passes}; declare an @example to check it on real inputs)")))
+        elif finding.code == "AGL903" and _gradients_for_guessed_numbers_only(cls, inputs, names, finding):
+            result.append(replace(finding, level="warning", message=(
+                f"{finding.message} (not certain: the run guessed a number there from the parameter's name, "
+                "and backward gives it a gradient, so the class may take a tensor there; declare an @example "
+                "to check it on real inputs)")))
         elif finding.code == "AGL903" and finding.kinds == ("count",) and _variadic(cls):
             result.append(replace(finding, level="warning", message=(
                 f"{finding.message} (not certain: forward takes `*{_variadic(cls)}`, and how many arguments to "
@@ -671,6 +677,24 @@ def _promoted_reals_verdict(cls: type, inputs: Any, entry: dict) -> Optional[boo
     if verdict is not None:
         entry["ran"].append("gradcheck on real values made complex inside")
     return verdict
+
+
+_GRADIENT_FOR_A_NUMBER = re.compile(r"gradient (\d+) is not None but .*? is not a tensor")
+
+
+def _gradients_for_guessed_numbers_only(cls: type, inputs: Any, names: list[str], finding: Any) -> bool:
+    """Whether AGL903's only problems are gradients for inputs that the run guessed as numbers
+    (``_guessed_numbers``): a tensor may belong there (a cost matrix named ``c``)."""
+    if not finding.kinds or any(kind != "type" for kind in finding.kinds):
+        return False
+    positions = {int(index) for index in _GRADIENT_FOR_A_NUMBER.findall(finding.message)}
+    if len(positions) != len(finding.kinds):
+        return False
+    try:
+        guessed = _guessed_numbers(cls, inputs.make_inputs(), names)
+    except Exception:  # noqa: BLE001 - inputs that no longer build: no doubt to add
+        return False
+    return positions <= guessed
 
 
 def _guessed_numbers(cls: type, values: tuple, names: list[str]) -> set[int]:
