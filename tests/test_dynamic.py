@@ -1146,3 +1146,15 @@ def test_an_input_documented_as_a_distribution_is_one(fixture_run):
     # iterations would stop at once and the failure stay)
     assert "with the guessed numbers `epsilon` all 1.0 gradcheck passes" in \
         wrong["SinkhornUntilSettled"]["message"], wrong
+
+
+def test_a_second_derivative_written_for_the_gpu_alone_is_not_an_error_on_the_cpu(fixture_run):
+    """fixtures/dynamic/cuda_only_backward.py: the double backward asserts CUDA tensors, so on the
+    CPU gradgradcheck is skipped and says why; an assert that fails on every device stays AGL902."""
+    _, findings, report = fixture_run
+    on_gpu = function(report, "SquareOnGpu")
+    assert on_gpu["runtime_findings"] == [] and "gradgradcheck" not in on_gpu["ran"], on_gpu
+    assert ("gradgradcheck: the second derivative's code asserts CUDA tensors (`assert grad.is_cuda and "
+            "x.is_cuda`), and this run is on the CPU") in on_gpu["skipped"], on_gpu
+    failed = runtime(findings, "cuda_only_backward.py", "AGL902")
+    assert set(failed) == {"SquareAssertingRank"} and failed["SquareAssertingRank"]["severity"] == "error"

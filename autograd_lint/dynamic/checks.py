@@ -306,7 +306,11 @@ def _run_checks(cls: type, make_inputs: Callable[[], tuple], names: list[str],
         report.skipped.append("gradgradcheck: backward runs once per forward, and gradgradcheck differentiates "
                               "it repeatedly on one graph")
         return report
-    failure = gradgradcheck_failure(cls, make_inputs, names)
+    try:
+        failure = gradgradcheck_failure(cls, make_inputs, names)
+    except DeviceOnly as only:
+        report.skipped.append(f"gradgradcheck: {only}")
+        return report
     report.ran.append("gradgradcheck")
     if failure:
         relevance = _relevance_rule(cls, differentiable_outputs(cls, make_inputs), make_inputs(), names)
@@ -593,6 +597,9 @@ def _gradcheck_outcome(cls: type, make_inputs: Callable[[], tuple], names: list[
     except Exception as error:  # backward (or forward under perturbation) raised
         if RUNS_ONCE in str(error):
             return _judged_once_per_forward(cls, function, make_inputs, names, tolerances)
+        only = device_only(error)
+        if only:
+            return GradcheckOutcome(skip=f"its code {only}, and this run is on the CPU")
         return GradcheckOutcome(f"gradcheck raised {type(error).__name__}: {_first_line(error)}",
                                 tolerances=tolerances)
     if passed:
@@ -883,8 +890,52 @@ def gradgradcheck_failure(cls: type, make_inputs: Callable[[], tuple],
         first = _named_gradgradcheck_input(_first_line(error).rstrip(","), inputs, names or [])
         return f"gradgradcheck failed: {first}{_nonfinite_note(str(error))}{note}"
     except Exception as error:
+        only = device_only(error)
+        if only:
+            raise DeviceOnly(f"the second derivative's code {only}, and this run is on the CPU") from error
         return f"gradgradcheck raised {type(error).__name__}: {_first_line(error)}{note}"
     return None
+
+
+class DeviceOnly(Exception):
+    """A check that stopped where the code says it runs on CUDA only: nothing it could tell here."""
+
+
+# What torch raises where code needs CUDA, and an assert of the user's that demands it.
+_NO_CUDA = re.compile(r"Torch not compiled with CUDA|Found no NVIDIA driver|no CUDA GPUs are available|"
+                      r"CUDA driver|Expected all tensors to be on the same device.*cuda", re.IGNORECASE)
+_ASSERTS_CUDA = re.compile(r"\.is_cuda\b|\.device\.type\s*==\s*['\"]cuda['\"]|device\s*==\s*['\"]cuda")
+
+
+def device_only(error: BaseException) -> str:
+    """How ``error`` shows code that runs on CUDA only ("asserts CUDA tensors (`assert x.is_cuda`)"),
+    or "": torch's own "not compiled with CUDA" errors, or an ``assert`` whose test reads
+    ``.is_cuda`` (a kernel's backward written for the GPU alone)."""
+    if _NO_CUDA.search(str(error)):
+        return f"needs CUDA ({type(error).__name__}: {_first_line(error)})"
+    if not isinstance(error, AssertionError) or error.__traceback__ is None:
+        return ""
+    last = error.__traceback__
+    while last.tb_next is not None:
+        last = last.tb_next
+    test = _assert_test(last.tb_frame.f_code.co_filename, last.tb_lineno)
+    return f"asserts CUDA tensors (`assert {test}`)" if test and _ASSERTS_CUDA.search(test) else ""
+
+
+def _assert_test(path: str, line: int) -> str:
+    """The source of the test of the ``assert`` statement at ``line`` of ``path``, on one line."""
+    import ast
+    import linecache
+
+    source = "".join(linecache.getlines(path))
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError):
+        return ""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assert) and node.lineno <= line <= (node.end_lineno or node.lineno):
+            return " ".join((ast.get_source_segment(source, node.test) or "").split())
+    return ""
 
 
 def _named_gradgradcheck_input(line: str, inputs: tuple, names: list[str]) -> str:
