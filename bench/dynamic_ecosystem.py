@@ -95,17 +95,16 @@ cheetah-accelerator as `cheetah`, pararnn-torch as `pararnn`::
     PYTHONPATH=. /tmp/venv-blind12/bin/python bench/dynamic_ecosystem.py run --batch blind12 --out /tmp/blind12-now
 
 `--batch blind13` selects the thirteenth blind batch (issue 29's measure, again): twenty-five more pure-PyTorch
-packages, in an environment of their own (bench/dynamic-blind13-constraints.txt, torch pinned). torch-ctf, py-cpuinfo
-and setuptools < 81 are needs the packages do not declare (torch_fourier_slice.experimental, neural_compressor.torch
-and torchtnt.utils.flops do not import without them), and torchvision and torchaudio, which tonic pulls in for
-qualia-plugin-snn, are removed (not built for this torch). open-analog-nn installs as `spice`, quanta-sdk as `quanta`,
-xnns as `xnn`::
+packages, in an environment of their own (bench/dynamic-blind13-constraints.txt, torch pinned). py-cpuinfo and
+setuptools < 81 are needs the packages do not declare (neural_compressor.torch and torchtnt.utils.flops do not import
+without them), and torchvision and torchaudio, which tonic pulls in for qualia-plugin-snn, are removed (not built for
+this torch). open-analog-nn installs as `spice`, quanta-sdk as `quanta`, xnns as `xnn`::
 
     python3 -m venv /tmp/venv-blind13
     /tmp/venv-blind13/bin/pip install -e . torch==2.13.0 -c bench/dynamic-blind13-constraints.txt \
-        xnns torch-fourier-slice torchmorph deformation-inversion-layer torchflows zflows kirchcig nefi spire-rd \
-        quanta-sdk torchtnt dfsc open-analog-nn resampler sdasim nengo-torch odak pylops torch-linode torch-type-nn \
-        torchtoolbox kinetic-ai neural-compressor qualia-plugin-snn qualia-core torch-ctf py-cpuinfo 'setuptools<81'
+        xnns torchmorph deformation-inversion-layer torchflows zflows kirchcig nefi spire-rd quanta-sdk torchtnt dfsc \
+        open-analog-nn resampler sdasim nengo-torch odak pylops torch-linode torch-type-nn torchtoolbox kinetic-ai \
+        neural-compressor qualia-plugin-snn qualia-core pytorch-tabular py-cpuinfo 'setuptools<81'
     /tmp/venv-blind13/bin/pip uninstall -y torchvision torchaudio
     PYTHONPATH=. /tmp/venv-blind13/bin/python bench/dynamic_ecosystem.py run --batch blind13 --out /tmp/blind13-now
 """
@@ -164,10 +163,10 @@ BLIND12 = ("flash_semicrf", "spd_learn", "cochain", "cheetah", "ppq", "deepquant
 # Import names of the thirteenth blind batch (issue 29's measure, bench/dynamic-findings.md): pure-PyTorch packages
 # that no earlier batch used, their directories under site-packages (`xnn` is xnns', `spice` open-analog-nn's,
 # `quanta` quanta-sdk's); run once, blind, at the commit the findings name.
-BLIND13 = ("xnn", "torch_fourier_slice", "torchmorph", "deformation_inversion_layer", "torchflows", "zflows",
-           "kirchcig", "nefi", "spire_rd", "quanta", "torchtnt", "dfsc", "spice", "resampler", "sdasim", "nengo_torch",
-           "odak", "pylops", "torch_linode", "torch_type_nn", "torchtoolbox", "kinetic_ai", "neural_compressor",
-           "qualia_plugin_snn", "qualia_core")
+BLIND13 = ("xnn", "torchmorph", "deformation_inversion_layer", "torchflows", "zflows", "kirchcig", "nefi", "spire_rd",
+           "quanta", "torchtnt", "dfsc", "spice", "resampler", "sdasim", "nengo_torch", "odak", "pylops", "torch_linode",
+           "torch_type_nn", "torchtoolbox", "kinetic_ai", "neural_compressor", "qualia_plugin_snn", "qualia_core",
+           "pytorch_tabular")
 BATCHES = {"ecosystem": PACKAGES, "blind7": BLIND7, "blind8": BLIND8, "blind9": BLIND9, "blind10": BLIND10,
            "blind11": BLIND11, "blind12": BLIND12, "blind13": BLIND13}
 
