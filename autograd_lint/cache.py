@@ -21,10 +21,15 @@ import os
 import pickle
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Optional
 
 from autograd_lint import __version__
 from autograd_lint.digest import blake2b
+
+# `typing` for type checkers only: a warm run (the cache answers) imports this module, and
+# `typing` would be a few percent of it (see selection.py).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 _FILE_NAME = "cache-v1.pickle"
 _RUN_FILE_NAME = "runs-v1.pickle"

@@ -16,15 +16,20 @@ CONTRIBUTING.md says how to add a rule.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 PARSE_ERROR = "AGL000"  # reported by the engine itself when a file cannot be read or parsed
 # Reported by the pipeline from the other rules' findings (``suppression.suppression_problems``).
 UNUSED_SUPPRESSION = "AGL001"
 
 
-@dataclass(frozen=True)
 class RuleInfo:
+    """One row: ``RuleInfo(code, name, severity, summary, **options)``, each option one of the
+    class attributes below (their values are the defaults).
+
+    A plain class rather than a dataclass: every run of the CLI imports the catalogue, and
+    ``dataclasses`` (which imports ``inspect``) with the class it builds cost about a fifth of
+    that import. A row is read, never changed.
+    """
+
     code: str
     name: str
     severity: str  # "error" | "warning" | "info"
@@ -71,6 +76,16 @@ class RuleInfo:
     # (``analysis.certainty``: an unknown never makes an error).
     rests_on: tuple[str, ...] = ()
 
+    def __init__(self, code: str, name: str, severity: str, summary: str, **options: object) -> None:
+        self.code, self.name, self.severity, self.summary = code, name, severity, summary
+        for option, value in options.items():
+            if option not in _OPTIONS:
+                raise TypeError(f"RuleInfo() got an unexpected keyword argument {option!r}")
+            setattr(self, option, value)
+
+    def __repr__(self) -> str:
+        return f"RuleInfo({self.code!r}, {self.name!r}, {self.severity!r}, ...)"
+
     @property
     def severity_text(self) -> str:
         """The severity as the README table, the rule page and ``--explain`` show it."""
@@ -102,6 +117,9 @@ class RuleInfo:
         """The rule module's name: ``agl101_backward_return_count`` for AGL101 backward-return-count."""
         return f"{self.code.lower()}_{self.python_name}"
 
+
+# The keyword options of a row: the annotated class attributes after the four positional fields.
+_OPTIONS = frozenset(RuleInfo.__annotations__) - {"code", "name", "severity", "summary"}
 
 RULES: dict[str, RuleInfo] = {
     info.code: info

@@ -14,9 +14,7 @@ import gc
 import os
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
-from typing import Optional, Sequence, TextIO
 
 from autograd_lint import __version__
 from autograd_lint.catalogue import RULES
@@ -35,6 +33,13 @@ from autograd_lint.selection import (
     parse_selectors,
 )
 from autograd_lint.source import DEFAULT_MAX_FILE_SIZE
+
+# Read by type checkers only: `typing` and `dataclasses` (with `inspect`) cost a plain run's
+# import of this module a third of its time; `dataclasses.replace` is imported where the results
+# (dataclasses of `findings`, which has loaded it by then) are copied.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional, Sequence, TextIO
 
 OPT_IN_CODES = tuple(code for code, info in RULES.items() if not info.default_enabled)
 PROG = "autograd-lint"
@@ -512,6 +517,8 @@ def _lint(files: list[str], selection_for: RulesPerFile, max_file_size: int, job
             results[i] = result
         depending += group_results[len(indexes):]
     results = [_with_related_shown(result) for result in results]
+    from dataclasses import replace
+
     return results + [_with_related_shown(replace(result, path=_shown(result.path),
                                                   findings=[f.with_path(_shown(f.path)) for f in result.findings]))
                       for result in depending]
@@ -522,6 +529,8 @@ def _with_related_shown(result):
     walk: absolute) as ``_shown`` shows a dependent's."""
     if not any(f.related for f in result.findings):
         return result
+    from dataclasses import replace
+
     return replace(result, findings=[
         replace(f, related=tuple(replace(r, path=_shown(r.path)) for r in f.related)) if f.related else f
         for f in result.findings])

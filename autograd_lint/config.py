@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from autograd_lint.selection import SelectorError, SelectorLayer, parse_selectors
 
-if TYPE_CHECKING:  # read only where the table is there: most runs have none, and no --dynamic
+# `typing` is for type checkers only (every run of the CLI imports this module; see selection.py).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    # read only where the table is there: most runs have none, and no --dynamic
     from autograd_lint.dynamic.settings import DynamicSettings
 
 TABLE = "autograd-lint"
@@ -27,29 +31,55 @@ class ConfigError(Exception):
     """A config file that cannot be used; the message names the file and the key."""
 
 
-@dataclass(frozen=True)
 class Config:
+    """``Config(root, **settings)``, each setting one of the class attributes below (their values
+    are the defaults). A plain class rather than a dataclass, as ``catalogue.RuleInfo``; read,
+    never changed. Equal to (and hashed as) a config of the same values, as a frozen dataclass
+    would be: the flake8 plugin's caches are keyed by it (one project load for all directories)."""
+
     root: Path  # excludes and per-file-ignores are relative to it
-    path: Optional[Path] = None  # None: no config file
-    select: Optional[tuple[str, ...]] = None
+    path: Path | None = None  # None: no config file
+    select: tuple[str, ...] | None = None
     extend_select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()  # ignore and extend-ignore together
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    exclude: Optional[tuple[str, ...]] = None  # None: the default excludes
+    exclude: tuple[str, ...] | None = None  # None: the default excludes
     extend_exclude: tuple[str, ...] = ()
     force_exclude: bool = False  # excludes apply to files named on the command line too
-    max_file_size: Optional[int] = None
-    cache_dir: Optional[str] = None  # relative to root
+    max_file_size: int | None = None
+    cache_dir: str | None = None  # relative to root
     # Directories (glob patterns relative to root, "fixtures/*") each of which is a project of its
     # own: its files' facts are not mixed with the rest of the tree's (analysis/project.py).
     subprojects: tuple[str, ...] = ()
-    dynamic: Optional[DynamicSettings] = None  # [tool.autograd-lint.dynamic]; None: no such table
+    dynamic: DynamicSettings | None = None  # [tool.autograd-lint.dynamic]; None: no such table
+
+    def __init__(self, root: Path, **settings: object) -> None:
+        self.root = root
+        for setting, value in settings.items():
+            if setting not in _SETTINGS:
+                raise TypeError(f"Config() got an unexpected keyword argument {setting!r}")
+            setattr(self, setting, value)
+
+    def _values(self) -> tuple:
+        return tuple(getattr(self, name) for name in Config.__annotations__)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Config and other._values() == self._values()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return f"Config(root={self.root!r}, path={self.path!r})"
 
     def selector_layer(self) -> SelectorLayer:
         return SelectorLayer(self.select, self.extend_select, self.ignore)
 
 
-def find_config(start: str) -> Optional[Path]:
+_SETTINGS = frozenset(Config.__annotations__) - {"root"}
+
+
+def find_config(start: str) -> Path | None:
     """The nearest ``pyproject.toml`` with a ``[tool.autograd-lint]`` table, upward from start."""
     directory = Path(os.path.abspath(start))
     if not directory.is_dir():
@@ -106,7 +136,7 @@ def _parse(path: Path, text: str) -> dict:
         raise ConfigError(f"{path}: invalid TOML: {error}") from None
 
 
-def _table(document: dict) -> Optional[dict]:
+def _table(document: dict) -> dict | None:
     tool = document.get("tool")
     table = tool.get(TABLE) if isinstance(tool, dict) else None
     return table if isinstance(table, dict) else None

@@ -20,8 +20,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from dataclasses import dataclass, field
-from typing import Iterator, Optional, Sequence
+from collections.abc import Iterator, Sequence
 
 # Typical names of virtual environments, caches and build output. Deliberately not
 # site-packages: linting an installed library on purpose is a use case.
@@ -34,13 +33,15 @@ DEFAULT_EXCLUDE = (
 )
 
 
-@dataclass
 class Discovered:
-    files: list[str] = field(default_factory=list)
-    # path -> its os.stat, taken while finding it (the cache's stamp: no second stat per file)
-    stats: dict[str, os.stat_result] = field(default_factory=dict)
-    # Directories that could not be listed (permission denied, ...): reported, not fatal.
-    warnings: list[str] = field(default_factory=list)
+    # A plain class, not a dataclass: every run of the CLI imports this module (see selection.py).
+    def __init__(self, files: list[str] | None = None, stats: dict[str, os.stat_result] | None = None,
+                 warnings: list[str] | None = None) -> None:
+        self.files = [] if files is None else files
+        # path -> its os.stat, taken while finding it (the cache's stamp: no second stat per file)
+        self.stats = {} if stats is None else stats
+        # Directories that could not be listed (permission denied, ...): reported, not fatal.
+        self.warnings = [] if warnings is None else warnings
 
 
 def missing_paths(paths: Sequence[str]) -> list[str]:
@@ -48,7 +49,7 @@ def missing_paths(paths: Sequence[str]) -> list[str]:
     return [path for path in paths if not os.path.lexists(path)]
 
 
-def exclude_spec(exclude: Optional[Sequence[str]], extend_exclude: Sequence[str] = ()) -> "Excludes":
+def exclude_spec(exclude: Sequence[str] | None, extend_exclude: Sequence[str] = ()) -> "Excludes":
     patterns = DEFAULT_EXCLUDE if exclude is None else exclude
     return Excludes([*patterns, *extend_exclude])
 
@@ -67,7 +68,7 @@ class Excludes:
     def __init__(self, patterns: Sequence[str]) -> None:
         self.patterns = list(patterns)
         plain = all(_PLAIN_NAME.fullmatch(p) and "**" not in p for p in self.patterns)
-        self._names: Optional[tuple[frozenset[str], Optional[re.Pattern[str]]]] = None
+        self._names: tuple[frozenset[str], re.Pattern[str] | None] | None = None
         if plain:
             wildcards = [fnmatch.translate(p) for p in self.patterns if "*" in p]
             self._names = (frozenset(p for p in self.patterns if "*" not in p),

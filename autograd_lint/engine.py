@@ -20,12 +20,20 @@ Serial, parallel, cold and warm runs give the same findings: every step sees the
 from __future__ import annotations
 
 import os
-from typing import Callable, Optional, Sequence
 
 from autograd_lint.cache import RunMemo, stamp
 from autograd_lint.findings import FileResult
-from autograd_lint.selection import CodeSet, RuleFilter
+from autograd_lint.selection import CodeSet
 from autograd_lint.source import DEFAULT_MAX_FILE_SIZE
+
+# `typing` for type checkers only: a warm run (the cache answers) imports this module, and
+# `typing` would be a few percent of it (see selection.py).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Optional
+
+    from autograd_lint.selection import RuleFilter
 
 # The steps' names, imported from ``run_steps`` on first use (PEP 562): a run the memo answers
 # never loads them, nor the analysis behind them.

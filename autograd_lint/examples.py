@@ -51,8 +51,10 @@ EXAMPLES_ATTRIBUTE = "__autograd_lint_examples__"
 FLOATING_DTYPES = frozenset({"float64", "float32", "float16", "bfloat16", "complex128", "complex64"})
 INTEGER_DTYPES = frozenset({"int64", "int32", "int16", "int8", "uint8"})
 DTYPES = FLOATING_DTYPES | INTEGER_DTYPES | {"bool"}
-# Matrix structures a floating tensor can ask for (dynamic/structure.py builds and projects them).
-STRUCTURES = ("symmetric", "spd", "negative-definite", "lower-triangular")
+# Matrix structures a floating tensor can ask for (dynamic/structure.py builds and projects them),
+# and a vector's: positive weights that sum to one over the last dimension.
+MATRIX_STRUCTURES = ("symmetric", "spd", "negative-definite", "lower-triangular")
+STRUCTURES = (*MATRIX_STRUCTURES, "distribution")
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,8 @@ class TensorSpec:
     requires_grad: Optional[bool] = None  # None: True for floating dtypes, False otherwise
     low: Optional[float] = None
     high: Optional[float] = None
-    structure: Optional[str] = None  # one of STRUCTURES, over the last two (equal) dimensions
+    structure: Optional[str] = None  # one of STRUCTURES: over the last two (equal) dimensions, a
+    # distribution over the last one
 
     @property
     def is_floating(self) -> bool:
@@ -88,9 +91,13 @@ def tensor(*shape: int, dtype: str = "float64", requires_grad: Optional[bool] = 
     if structure is not None:
         if structure not in STRUCTURES:
             raise ValueError(f"tensor(structure={structure!r}): expected one of {', '.join(STRUCTURES)}")
-        if dtype not in FLOATING_DTYPES or len(shape) < 2 or shape[-1] != shape[-2]:
+        if structure in MATRIX_STRUCTURES and (
+                dtype not in FLOATING_DTYPES or len(shape) < 2 or shape[-1] != shape[-2]):
             raise ValueError(f"tensor{shape}, structure={structure!r}: a structure needs a floating tensor "
                              "whose last two sizes are equal")
+        if structure not in MATRIX_STRUCTURES and (dtype not in FLOATING_DTYPES or not shape):
+            raise ValueError(f"tensor{shape}, structure={structure!r}: a distribution needs a floating tensor "
+                             "of at least one dimension")
     return TensorSpec(tuple(shape), dtype, requires_grad, low, high, structure)
 
 

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
-from typing import Optional
 
 from autograd_lint.catalogue import RULES
+
+# `typing` for type checkers only: a warm run (the cache answers) imports this module, and
+# `typing` would be a few percent of it (see selection.py).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 
 @dataclass(frozen=True, order=True)

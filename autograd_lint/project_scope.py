@@ -23,10 +23,15 @@ from __future__ import annotations
 import fnmatch
 import os
 from functools import lru_cache
-from typing import Optional
 
 from autograd_lint.config import Config
 from autograd_lint.discovery import Discovered, discover
+
+# `typing` for type checkers only: a warm run (the cache answers) imports this module, and
+# `typing` would be a few percent of it (see selection.py).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 
 def project_root(path: str, config: Config) -> Optional[str]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
 
 from autograd_lint.analysis.names import module_name_of
 from autograd_lint.analysis.precheck import TextSummary, summarize
@@ -21,8 +21,11 @@ from autograd_lint.parallel import WorkerPool
 from autograd_lint.pipeline import (
     Pipeline, Summary, agl000, facts_of, lint_file, load_the_analysis, summary_of,
 )
-from autograd_lint.selection import CodeSet, RuleFilter
+from autograd_lint.selection import CodeSet
 from autograd_lint.source import DEFAULT_MAX_FILE_SIZE
+
+if TYPE_CHECKING:
+    from autograd_lint.selection import RuleFilter
 
 # Below this many files to read, starting worker processes costs more than it saves.
 PARALLEL_THRESHOLD = 64

@@ -19,13 +19,25 @@ should not surprise anyone with an off-by-default rule.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
-from pathlib import Path
-from typing import Iterable, Optional, Protocol, Sequence
 
 from autograd_lint.catalogue import RULES
 from autograd_lint.discovery import relative_to_root
+
+# The classes here are plain ones, not dataclasses, and `typing` is read by type checkers only:
+# every run of the CLI imports this module, and `dataclasses` (with `inspect`) and `typing` cost
+# about a third of that import.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Protocol
+
+    class RuleFilter(Protocol):
+        """What the engine and ``--dynamic`` ask of a selection: is this code enabled? Met by
+        ``EnabledRules`` and by the engine's picklable ``CodeSet``."""
+
+        def is_enabled(self, code: str) -> bool: ...
 
 ALL = "ALL"
 
@@ -51,13 +63,17 @@ def parse_selectors(values: Iterable[str], where: str) -> tuple[str, ...]:
     return tuple(selectors)
 
 
-@dataclass(frozen=True)
 class SelectorLayer:
     """The selectors of one settings source (the config file, or the command line)."""
 
-    select: Optional[tuple[str, ...]] = None  # None: this layer does not start over
-    extend_select: tuple[str, ...] = ()
-    ignore: tuple[str, ...] = ()  # ignore and extend-ignore together
+    def __init__(self, select: tuple[str, ...] | None = None, extend_select: tuple[str, ...] = (),
+                 ignore: tuple[str, ...] = ()) -> None:
+        self.select = select  # None: this layer does not start over
+        self.extend_select = extend_select
+        self.ignore = ignore  # ignore and extend-ignore together
+
+    def __repr__(self) -> str:
+        return f"SelectorLayer({self.select!r}, {self.extend_select!r}, {self.ignore!r})"
 
 
 def _specificity(selector: str) -> int:
@@ -87,18 +103,33 @@ def _resolve_layer(layer: SelectorLayer) -> dict[str, bool]:
     return updates
 
 
-class RuleFilter(Protocol):
-    """What the engine and ``--dynamic`` ask of a selection: is this code enabled? Met by
-    ``EnabledRules`` and by the engine's picklable ``CodeSet``."""
+class _CodesRecord:
+    """A record of one frozenset of codes, equal to (and hashed as) another of its class with
+    the same codes, as a frozen dataclass would be: a selection is a key of ``_code_set_of``."""
 
-    def is_enabled(self, code: str) -> bool: ...
+    __slots__ = ("_codes",)
+
+    def __init__(self, codes: frozenset[str]) -> None:
+        self._codes = codes
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other._codes == self._codes  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self._codes))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({sorted(self._codes)})"
 
 
-@dataclass(frozen=True)
-class CodeSet:
+class CodeSet(_CodesRecord):
     """A RuleFilter as a plain set of codes: picklable, and usable in a cache key."""
 
-    codes: frozenset[str]
+    __slots__ = ()
+
+    @property
+    def codes(self) -> frozenset[str]:
+        return self._codes
 
     def is_enabled(self, code: str) -> bool:
         return code in self.codes
@@ -114,11 +145,14 @@ def _code_set_of(selection: RuleFilter) -> CodeSet:
     return CodeSet(frozenset(code for code in RULES if selection.is_enabled(code)))
 
 
-@dataclass(frozen=True)
-class EnabledRules:
+class EnabledRules(_CodesRecord):
     """The set of enabled codes; what the engine asks through ``is_enabled``."""
 
-    enabled: frozenset[str]
+    __slots__ = ()
+
+    @property
+    def enabled(self) -> frozenset[str]:
+        return self._codes
 
     @classmethod
     def default(cls) -> "EnabledRules":
@@ -158,7 +192,7 @@ class RulesPerFile:
         self,
         base: EnabledRules,
         per_file_ignores: Sequence[tuple[str, tuple[str, ...]]] = (),
-        root: Optional[Path] = None,
+        root: Path | None = None,
     ) -> None:
         self.base = base
         self.root = os.path.abspath(root or os.getcwd())

@@ -13,8 +13,10 @@ import io
 import os
 import re
 import stat
-import tokenize
-from typing import Optional
+
+TYPE_CHECKING = False  # `typing` for type checkers only (the CLI imports this module on every run)
+if TYPE_CHECKING:
+    from typing import Optional
 
 # Hand-written modules stay far below this; the files above it are generated tables or vendored
 # blobs, where a parse would cost seconds and no Function class is expected. 5 MiB still admits
@@ -119,6 +121,8 @@ def _detect_encoding(data: bytes) -> tuple[str, str]:
     """The codec Python would use, and how it was chosen (for the error message)."""
     if not data.startswith(codecs.BOM_UTF8) and b"coding" not in _first_two_lines(data):
         return "utf-8", _NO_COOKIE  # nearly every file: no BOM, no cookie, no need for tokenize
+    import tokenize  # here: most runs read no file with a cookie (the CLI imports this module)
+
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as error:

@@ -216,6 +216,14 @@ class Base:
         subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(self.site),
                         str(source)], check=True)
 
+    def check_imported_from(self, where: Path) -> None:
+        """Stop unless the base's commands, run in ``where``, import the base's package."""
+        probe = [sys.executable, "-c", "import autograd_lint; print(autograd_lint.__file__)"]
+        found = subprocess.run(probe, cwd=where, env={**os.environ, "PYTHONPATH": str(self.site)},
+                               check=True, capture_output=True, text=True).stdout.strip()
+        if not Path(found).resolve().is_relative_to(self.site.resolve()):
+            raise SystemExit(f"{self.label}: its commands import {found}, not the base's package")
+
 
 def copy_of(tree: Path, scratch: Path) -> Path:
     """A copy of the tree under ``scratch``: every file hard-linked where the file system allows
@@ -239,9 +247,17 @@ def bench_tree(tree: Path, rounds: int, flake8_rounds: int, base_revision: Optio
         base = Base(base_revision, Path(scratch)) if base_revision else None
         tree = copy_of(tree, Path(scratch))
         table = commands(tree, cache_dir, flake8=flake8_rounds > 0, base=base)
+        # Every command runs in the scratch directory, not in this repository: `python -m` and
+        # `python -c` put the working directory first on sys.path, ahead of PYTHONPATH, so in
+        # the repository the base's commands ran this checkout's package (every "this / base"
+        # ratio before 2026-11-29 compared this checkout with itself). This checkout is found
+        # through its install (the editable install's path entry), the base through PYTHONPATH.
+        where = Path(scratch)
+        if base is not None:
+            base.check_imported_from(where)
         for name, command in table.items():  # fill the caches
             if name.startswith("autograd-lint warm"):
-                subprocess.run(command, cwd=REPO, capture_output=True, env=getattr(command, "env", None))
+                subprocess.run(command, cwd=where, capture_output=True, env=getattr(command, "env", None))
         # Rounds go through every command in turn: the machine's speed drifts (a shared host
         # can be 1.5x slower for minutes), and interleaving lets the drift hit all alike.
         times: dict[str, list[float]] = {name: [] for name in table}
@@ -249,10 +265,10 @@ def bench_tree(tree: Path, rounds: int, flake8_rounds: int, base_revision: Optio
             timed = [name for name in table
                      if name not in (FLAKE8_WITHOUT, FLAKE8_WITH) or round_number <= flake8_rounds]
             for name in timed:
-                times[name].append(run_timed(table[name], REPO))
+                times[name].append(run_timed(table[name], where))
             print(f"  round {round_number}: " + ", ".join(f"{name} {times[name][-1]:.2f} s" for name in timed),
                   flush=True)
-        peaks = {name: run_sampling_memory(command, REPO) for name, command in table.items()}
+        peaks = {name: run_sampling_memory(command, where) for name, command in table.items()}
         rows = {name: {"median_s": statistics.median(times[name]), "runs_s": times[name],
                        "peak_mb": peaks[name] / 2**20} for name in table}
         files = sum(1 for _ in tree.rglob("*.py"))

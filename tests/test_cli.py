@@ -179,6 +179,32 @@ def test_static_mode_imports_neither_torch_nor_user_code(tmp_path):
     assert "user code ran" not in result.stdout + result.stderr
 
 
+def test_cli_import_leaves_out_what_a_plain_run_may_not_need():
+    """Every run, `--help` and `--version` included, pays for importing the CLI (issue 30: under
+    60 ms; bench/NOTES.md has the figures). `dataclasses` (with `inspect`) and `typing` were a
+    third of it; the engine, the cache and each report format but text load when a run needs them."""
+    deferred = ("dataclasses", "inspect", "typing", "tokenize", "json", "pickle", "tomllib", "hashlib",
+                "libcst", "autograd_lint.engine", "autograd_lint.findings", "autograd_lint.cache",
+                "autograd_lint.analysis", "autograd_lint.report.json_format", "autograd_lint.report.sarif")
+    probe = f"import sys, autograd_lint.cli; print(sorted(m for m in {deferred!r} if m in sys.modules))"
+    result = subprocess.run([sys.executable, "-c", probe], cwd=REPO_ROOT, capture_output=True, text=True,
+                            check=True, timeout=60)
+    assert result.stdout.strip() == "[]"
+
+
+def test_a_run_the_cache_answers_loads_neither_the_analysis_nor_typing(tmp_path):
+    """The run an editor or pre-commit repeats on every save (bench/NOTES.md: `typing` was 4%
+    of it). The first run fills the cache; the second is answered by it."""
+    write(tmp_path / "bad.py", BUGGY_SOURCE)
+    probe = ("import sys\nfrom autograd_lint.cli import main\nmain(['bad.py', '-q', '--exit-zero'])\n"
+             "print(sorted(m for m in ('typing', 'libcst', 'autograd_lint.run_steps') if m in sys.modules))\n")
+    runs = [subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True,
+                           env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, check=True, timeout=120)
+            for _ in range(2)]
+    assert "libcst" in runs[0].stdout  # the first run linted: the probe sees what a lint loads
+    assert runs[1].stdout.strip().splitlines()[-1] == "[]"
+
+
 # --- findings, exit codes and formats (engine-independent, via the size limit) -----------------
 
 def test_findings_exit_1_and_exit_zero_overrides(cli_fast, tmp_path):

@@ -25,7 +25,7 @@ DYNAMIC = REPO_ROOT / "fixtures" / "dynamic"
 # second each, tens of seconds on two busy cores). The modules that hang for sure are checked in
 # tests/test_dynamic_resume.py, with a short limit of their own.
 WIDE_TIMEOUT = 300
-HANGING = ("hangs.py", "hang_in_middle.py")
+HANGING = ("hangs.py", "hang_in_middle.py", "factory_hangs_in_middle.py")
 
 
 def fixture_modules() -> list[str]:
@@ -907,24 +907,30 @@ def test_every_class_the_static_scan_finds_is_in_the_report(fixture_run):
     entries = [(entry["function_class"], entry["line"], entry["status"], entry["reason"])
                for entry in report["functions"] if entry["path"].endswith("hidden_classes.py")]
     assert entries == [
-        ("Scale", 20, "not-defined",
+        ("Scale", 23, "not-defined",
          "not defined at import: under `if HAS_TRITON:`, a condition that was false at import"),
-        ("Scale", 31, "checked", ""),
-        ("make_local_cube.<locals>.LocalCube", 42, "checked", ""),
-        ("make_square.<locals>.Square", 57, "checked", ""),
-        ("Negate", 74, "checked", ""),
-        ("Learner.build.<locals>.Surrogate", 87, "checked", ""),
-        ("make_scaled.<locals>.Scaled", 101, "not-defined",
-         "not defined at import: inside `make_scaled()`, which the import did not call; "
-         "its code reads `factor` of `make_scaled()`"),
-        ("make_wrong_cube.<locals>.WrongCube", 114, "checked", ""),
+        ("Scale", 34, "checked", ""),
+        ("make_local_cube.<locals>.LocalCube", 45, "checked", ""),
+        ("make_square.<locals>.Square", 60, "checked", ""),
+        ("Negate", 78, "checked", ""),
+        ("Learner.build.<locals>.Surrogate", 91, "checked", ""),
+        ("make_scaled.<locals>.Scaled", 105, "checked", ""),
+        ("make_wrong_cube.<locals>.WrongCube", 118, "checked", ""),
+        ("leaky_step.<locals>.LeakyStep", 136, "checked", ""),
+        ("make_wrong_scale.<locals>.WrongScale", 149, "checked", ""),
+        ("make_clamped.<locals>.Clamped", 164, "checked", ""),
+        ("soft_sign.<locals>.SoftSign", 179, "checked", ""),
+        ("widened.<locals>.Widened", 196, "not-defined",
+         "not defined at import: inside `widened()`, which the import did not call; its code reads `width` of "
+         "`widened()`, and no call of it (or of a function of the package that calls it) with guessed arguments "
+         "reached the class"),
     ], entries
-    # The wrong one of the two `Scale`s is the one reported, on its own line; and the wrong class
-    # of an uncalled function, defined from its source.
+    # The wrong one of the two `Scale`s is the one reported, on its own line; and the wrong classes
+    # of uncalled functions, defined from their source.
     assert [(f["line"], f["code"]) for f in findings if f["path"].endswith("hidden_classes.py")] == [
-        (31, "AGL901"), (114, "AGL901")]
-    assert ("warning: --dynamic: fixtures/dynamic/hidden_classes.py:101: make_scaled.<locals>.Scaled: "
-            "not checked: not defined at import: inside `make_scaled()`") in result.stderr
+        (34, "AGL901"), (118, "AGL901"), (149, "AGL901")]
+    assert ("warning: --dynamic: fixtures/dynamic/hidden_classes.py:196: widened.<locals>.Widened: "
+            "not checked: not defined at import: inside `widened()`") in result.stderr
 
 
 def test_a_class_of_an_uncalled_function_is_defined_from_its_source(fixture_run):
@@ -936,20 +942,54 @@ def test_a_class_of_an_uncalled_function_is_defined_from_its_source(fixture_run)
     assert {"gradcheck", "gradgradcheck"} <= set(entry["ran"]) and entry["runtime_findings"] == [], entry
     assert ("defined from its source: `make_local_cube()`, which holds it, was not called, and the class "
             "reads no name of it") in entry["inputs"]["detail"], entry
-    (wrong,) = [f for f in findings if f["path"].endswith("hidden_classes.py") and f["line"] == 114]
+    (wrong,) = [f for f in findings if f["path"].endswith("hidden_classes.py") and f["line"] == 118]
     assert "defined from its source: `make_wrong_cube()`" in wrong["evidence"], wrong
+
+
+def test_a_factory_class_reading_parameters_with_defaults_sees_the_defaults(fixture_run):
+    """A class that reads only its factory's parameters, each with a constant default the factory
+    never reassigns, is defined with those values: the right one passes, the wrong one is an
+    AGL901 error whose evidence names the values; a reassigned parameter keeps it undefined."""
+    _, findings, report = fixture_run
+    right = function(report, "leaky_step.<locals>.LeakyStep")
+    assert {"gradcheck", "gradgradcheck"} <= set(right["ran"]) and right["runtime_findings"] == [], right
+    assert "their defaults (`offset=0.001`, `slope=0.5`)" in right["inputs"]["detail"], right
+    (wrong,) = [f for f in findings if f["path"].endswith("hidden_classes.py") and f["line"] == 149]
+    assert wrong["code"] == "AGL901" and wrong["severity"] == "error", wrong
+    assert "their defaults (`factor=3.0`)" in wrong["evidence"], wrong
+    assert "made by calling make_clamped() with limit=1.0" in \
+        function(report, "make_clamped.<locals>.Clamped")["inputs"]["detail"]
+
+
+def test_a_class_reading_its_functions_locals_is_made_by_calling_that_function(fixture_run):
+    """A class that reads a local of its function exists only once the function runs: it is called
+    with guessed arguments, the class statement's run is noticed, and the arguments its `apply`
+    got there are the first candidate."""
+    _, _, report = fixture_run
+    soft_sign = function(report, "soft_sign.<locals>.SoftSign")
+    assert {"gradcheck", "gradgradcheck"} <= set(soft_sign["ran"]) and soft_sign["runtime_findings"] == [], soft_sign
+    assert soft_sign["inputs"]["detail"].startswith("through soft_sign(), same (3, 4): x (3, 4)"), soft_sign
+    assert "made by calling soft_sign() with same (3, 4): x (3, 4), temperature=0.5" in soft_sign["inputs"]["detail"]
+    scaled = function(report, "make_scaled.<locals>.Scaled")
+    assert "made by calling make_scaled() with factor=0.5, since the class reads its names" in \
+        scaled["inputs"]["detail"], scaled
 
 
 def test_complex_gradients_for_real_guesses_are_checked_on_complex_inputs(fixture_run):
     """Backward returns complex gradients for the guessed real inputs (autograd raises): the same
-    guess made complex is checked; the right class passes, the wrong one is a warning only."""
+    guess made complex is checked; the right class passes; a wrong one that is wrong for real
+    values made complex too is an error, one right for them is a warning only."""
     _, findings, report = fixture_run
     right = function(report, "ExpOfImaginary")
     assert right["status"] == "checked" and right["runtime_findings"] == [], right
     assert "real tensors made complex" in right["inputs"]["detail"], right
-    wrong = runtime(findings, "complex_gradients.py", "AGL901")["ExpOfImaginaryNoConjugate"]
-    assert wrong["severity"] == "warning", wrong
-    assert "not certain: backward returned complex gradients for the guessed real inputs" in wrong["message"]
+    failed = runtime(findings, "complex_gradients.py", "AGL901")
+    assert {name: failed[name]["severity"] for name in failed} == {
+        "ExpOfImaginaryNoConjugate": "error", "ConjugateNoConjugate": "warning"}, failed
+    assert "it fails as well on the real values made complex inside forward's call" in \
+        failed["ExpOfImaginaryNoConjugate"]["message"]
+    assert "not certain: backward returned complex gradients for the guessed real inputs" in \
+        failed["ConjugateNoConjugate"]["message"]
 
 
 def test_a_forward_that_calls_exit_reads_as_one(fixture_run):
@@ -1049,14 +1089,22 @@ def test_the_packages_docstring_examples_build_what_no_guess_can(fixture_run):
 
 def test_a_failure_within_forwards_precision_or_an_eigenvector_phase_is_a_warning(fixture_run):
     # fixtures/dynamic/precision_limits.py: float32 values in a float64 output, a slope kept in 8
-    # fractional bits (both pass gradcheck at 2% with wide steps), raw eigenvectors of `eig`.
-    _, findings, _ = fixture_run
+    # fractional bits (both pass gradcheck at 2% with wide steps); eigenvectors of `eig`, checked
+    # on |v|^2: the right one passes, a wrong one fails.
+    _, findings, report = fixture_run
     failed = runtime(findings, "precision_limits.py", "AGL901")
     assert {name: failed[name]["severity"] for name in failed} == {
-        "RoundedInside": "warning", "QuantizedSlope": "warning", "Eigenvectors": "warning", "RoundedInsideWrong": "error"}
+        "RoundedInside": "warning", "QuantizedSlope": "warning", "EigenvectorsWrong": "error",
+        "RoundedInsideWrong": "error"}
     assert "(within 2%: gradcheck passes with steps of 0.001 and a 2% tolerance" in failed["RoundedInside"]["message"]
     assert "within 2%" not in failed["RoundedInsideWrong"]["message"]  # a wrong factor misses at 2% too
-    assert "forward calls `eig`, whose eigenvectors are defined up to a phase" in failed["Eigenvectors"]["message"]
+    assert ("gradcheck fails on |v|^2 of the eigenvectors forward returns, a function that does not depend on the "
+            "phase `eig` leaves free, so the gradient itself is wrong") in failed["EigenvectorsWrong"]["message"], \
+        failed["EigenvectorsWrong"]
+    right = function(report, "Eigenvectors")
+    assert right["runtime_findings"] == [] and "gradcheck" in right["ran"], right
+    assert any("on |v|^2 of them, which does not depend on the phase, it passes" in note
+               for note in right["skipped"]), right
 
 
 def test_a_mismatch_only_where_forward_ignores_the_input_is_a_warning(fixture_run):
@@ -1079,3 +1127,22 @@ def test_a_mismatch_the_class_documents_is_a_warning_that_quotes_it(fixture_run)
     assert 'the class documents it: "Its gradient is with respect to the mean, rather than the natural parameter: ' \
            'the natural gradient, for natural gradient descent."' in failed["NaturalMean"]["message"]
     assert failed["MeanFromNaturalParameter"]["severity"] == "error"  # natural parameters, no natural gradient
+
+
+def test_an_input_documented_as_a_distribution_is_one(fixture_run):
+    """fixtures/dynamic/distributions.py: Sinkhorn iterations need marginals that sum to one, and
+    the gradient for one is a dual potential, defined up to a constant: on plain guesses a correct
+    backward fails. Documented as distributions, they are built so and judged along the simplex;
+    the twin whose cost gradient is twice the plan stays an error there."""
+    _, findings, report = fixture_run
+    right = function(report, "SinkhornCost")
+    assert "a (4,) distribution, b (4,) distribution" in right["inputs"]["detail"], right
+    assert "gradcheck" in right["ran"] and right["runtime_findings"] == [], right
+    wrong = runtime(findings, "distributions.py", "AGL901")
+    assert {name: wrong[name]["severity"] for name in wrong} == {
+        "SinkhornCostWrong": "error", "SinkhornUntilSettled": "warning"}, wrong
+    assert "gradcheck failed for input 2 (`cost`)" in wrong["SinkhornCostWrong"]["message"]
+    # only the guessed `epsilon` is set to 1.0: `tol`, forward's own default, is kept (at 1.0 the
+    # iterations would stop at once and the failure stay)
+    assert "with the guessed numbers `epsilon` all 1.0 gradcheck passes" in \
+        wrong["SinkhornUntilSettled"]["message"], wrong

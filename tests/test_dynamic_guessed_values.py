@@ -51,3 +51,39 @@ def test_a_gradient_for_an_input_forward_does_not_read_is_a_warning_on_guesses(f
 def test_a_number_by_default_is_not_guessed_as_a_tensor_for_a_union_annotation(findings):
     # `eps: Tensor | float = 1e-6`: the default is used; a tensor requiring grad was a false AGL901.
     assert not [key for key in findings if key[0] == "Regularized"]
+
+
+def test_a_gradient_for_a_number_guessed_from_its_name_is_a_warning():
+    """The checks themselves on `ShiftedByCost` with `c` a guessed number (as a structured guess
+    makes it when a marginal beside it asks for one): backward's gradient for `c` is an AGL903
+    that the guess may have caused, a warning; for `RepeatedCount`'s int `n`, an error."""
+    import importlib.util
+
+    import torch
+
+    from autograd_lint.dynamic.checks import run_checks
+    from autograd_lint.dynamic.child import _uncertain_on_guesses
+    from autograd_lint.dynamic.inputs import ChosenInputs
+
+    spec = importlib.util.spec_from_file_location("guessed_values", REPO_ROOT / MODULE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+    def judged(cls, make, names):
+        chosen = ChosenInputs("synthesized", "a guess", make, "", make)
+        found = run_checks(cls, make, names).findings
+        return {f.code: f for f in _uncertain_on_guesses(cls, chosen, names, found, {"ran": []})}
+
+    def marginals():
+        return (0.5, torch.rand(4, dtype=torch.float64, requires_grad=True),
+                torch.rand(4, dtype=torch.float64, requires_grad=True))
+
+    shifted = judged(module.ShiftedByCost, marginals, ["c", "a", "b"])["AGL903"]
+    assert shifted.level == "warning", shifted
+    assert "gradient 0 is not None but input 0 (`c`) is not a tensor" in shifted.message
+    assert "the run guessed a number there from the parameter's name" in shifted.message
+
+    def count():
+        return torch.rand(3, 4, dtype=torch.float64, requires_grad=True), 2
+
+    assert judged(module.RepeatedCount, count, ["x", "n"])["AGL903"].level == ""

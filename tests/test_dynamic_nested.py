@@ -79,3 +79,31 @@ def test_a_class_is_defined_in_a_copy_of_the_module_namespace():
     assert not hasattr(module, "ReadsModule")  # the module's own names are left as they were
     # its code keeps the file's line numbers (the first decorator's line, as Python counts it)
     assert cls.forward.__code__.co_firstlineno == SOURCE.splitlines().index("        @staticmethod") + 1
+
+
+def test_parameters_with_constant_defaults_bind_to_their_defaults():
+    source = textwrap.dedent('''
+        import torch
+        LIMIT = 4
+
+        def outer(scale=2.0, limit=LIMIT, dtype=torch.float64, made=len("ab"), fixed=1, *, key="k"):
+            fixed = fixed + 1
+            def inner(scale=None):
+                class Uses(Base):
+                    pass
+            class Direct(Base):
+                pass
+    ''')
+    found = {f.node.name: f for f in nested.nested_classes(source, "<test>")}
+    module = types.ModuleType("mod")
+    exec(compile("import torch\nLIMIT = 4\n", "<test>", "exec"), vars(module))
+    direct = found["Direct"]
+    assert nested.default_bindings(direct, {"scale", "limit", "key"}, module) == {
+        "scale": 2.0, "limit": 4, "key": "k"}
+    import torch
+    assert nested.default_bindings(direct, {"dtype"}, module) == {"dtype": torch.float64}
+    # a call is not a constant; a reassigned parameter is the function's own value
+    assert nested.default_bindings(direct, {"made"}, module) is None
+    assert nested.default_bindings(direct, {"fixed"}, module) is None
+    # the innermost binding wins: `inner`'s `scale` defaults to None
+    assert nested.default_bindings(found["Uses"], {"scale"}, module) == {"scale": None}

@@ -37,6 +37,7 @@ import re
 import sys
 import textwrap
 import time
+import weakref
 from dataclasses import replace
 from typing import Any, Callable, Iterator, Optional
 
@@ -319,6 +320,131 @@ def _caller_sites(cls: type, module: Any, files: list[str]) -> Iterator[tuple[An
         caller_module = _module_at(path, module)
         if caller_module is not None:
             yield caller_module, owner, name
+
+
+# --- classes a function makes when it runs --------------------------------------------------------
+
+# A class made by calling its function -> the arguments its first ``apply`` call got there: the
+# first candidate after the declared ones (``inputs._candidates``).
+MADE_WITH: "weakref.WeakKeyDictionary[type, Candidate]" = weakref.WeakKeyDictionary()
+
+def made_by_calling(where: tuple[str, int, int, str], holder: tuple[Optional[str], str], module: Any,
+                    files: list[str], make_inputs: Callable[[Callable[[], tuple]], Callable[[], tuple]],
+                    seed: int, deadline: float) -> Optional[tuple[type, str, Optional[Candidate]]]:
+    """A Function class that exists only once a function of the package runs (a factory, a public
+    function that defines its Function per call, whose class reads that function's names): the
+    function that holds it (``holder``: its class or None, its name), then the package's functions
+    that call it, are called with synthesized arguments, and the class statement's run is noticed.
+    ``where``: the class statement's file, first and last line, and name. Returns the class made,
+    how, and a candidate of the arguments its first ``apply`` call got (None when the function
+    returned before calling it: the class is then checked on guesses); None when no call made it."""
+    runners = list(itertools.islice(_holder_runners(holder, module, files), MAX_CALLERS))
+    made: Optional[tuple[type, str, Optional[Candidate]]] = None
+    for label, function in runners:
+        for arguments, detail in itertools.islice(_caller_arguments(function, make_inputs), MAX_TRIES_PER_CALLER):
+            if time.monotonic() > deadline:
+                return made
+            torch.manual_seed(seed)
+            cls, captured = _made_while(where, lambda: function(*arguments))
+            if cls is None:
+                continue
+            detail = detail.removeprefix("no float tensor: ")
+            how = f"made by calling {label} with {detail}" if detail else f"made by calling {label}"
+            if captured is None:
+                made = made or (cls, how, None)
+                continue
+            grad_positions = tuple(index for index, value in enumerate(captured)
+                                   if isinstance(value, CapturedTensor) and value.requires_grad)
+            if not grad_positions:
+                captured, grad_positions = _wanting_grad(captured)
+            return cls, how, Candidate("synthesized", f"through {label}, {detail}", _recipe(captured),
+                                       grad_positions, shapes_known=True)
+    return made
+
+
+def _holder_runners(holder: tuple[Optional[str], str], module: Any,
+                    files: list[str]) -> Iterator[tuple[str, Callable[..., Any]]]:
+    """The holding function itself (a function of the module, a static method, or the method of
+    an ``nn.Module`` built with its defaults), then the package's functions that call it."""
+    owner, name = holder
+    yield from _runnable(module, owner, name)
+    seen = {(os.path.abspath(getattr(module, "__file__", "") or ""), owner, name)}
+    for _, scope, path in calls_of(name, _package_files(module, files)):
+        site = (path, getattr(scope, "owner_class", None), getattr(scope, "name", ""))
+        if site in seen or not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) or site[2].startswith("__"):
+            continue
+        if not getattr(scope, "module_level", False) and site[1] is None:
+            continue
+        seen.add(site)
+        caller_module = _module_at(path, module)
+        if caller_module is not None:
+            yield from _runnable(caller_module, site[1], site[2])
+
+
+def _runnable(module: Any, owner: Optional[str], name: str) -> Iterator[tuple[str, Callable[..., Any]]]:
+    if owner is None:
+        function = getattr(module, name, None)
+        if inspect.isfunction(function) and not inspect.iscoroutinefunction(function):
+            yield f"{name}()", function
+        return
+    holder = getattr(module, owner, None)
+    if not isinstance(holder, type):
+        return
+    if isinstance(inspect.getattr_static(holder, name, None), staticmethod):
+        yield f"{owner}.{name}()", getattr(holder, name)
+    elif issubclass(holder, torch.nn.Module):
+        instance = _built(holder)
+        if instance is not None:
+            yield f"{owner}().{name}()", getattr(instance, name)
+
+
+def _made_while(where: tuple[str, int, int, str], run: Callable[[], Any]) -> tuple[Optional[type], Optional[tuple]]:
+    """The Function class that ``run()`` makes from the class statement at ``where`` (noticed by
+    torch's metaclass, whose ``__init__`` runs for every Function class statement), and what its
+    first ``apply`` call passes (a recorder stands in for it and stops ``run`` there)."""
+    path, first, last, name = where
+    metaclass = type(torch.autograd.Function)
+    original = metaclass.__init__
+    made: list[type] = []
+    seen: list[Optional[tuple]] = []
+
+    def noticing(cls: type, class_name: str, bases: tuple, attributes: dict) -> None:
+        original(cls, class_name, bases, attributes)
+        if class_name == name and not made and _defined_at(attributes, path, first, last):
+            made.append(cls)
+
+            def recorder(*args: Any, **kwargs: Any) -> Any:
+                seen.append(_positional(cls, args, kwargs))
+                raise _Captured
+
+            cls.apply = staticmethod(recorder)  # type: ignore[method-assign]
+
+    metaclass.__init__ = noticing  # type: ignore[method-assign]
+    try:
+        with torch.enable_grad():
+            run()
+    except _Captured:
+        pass
+    except Exception:  # noqa: BLE001 - the guess refused after the class was made: still made
+        pass
+    finally:
+        metaclass.__init__ = original  # type: ignore[method-assign]
+        for cls in made:
+            if "apply" in cls.__dict__:
+                del cls.apply  # torch's own again
+    if not made:
+        return None, None
+    captured = seen[0] if seen else None
+    return made[0], (tuple(_frozen(value) for value in captured) if captured is not None else None)
+
+
+def _defined_at(attributes: dict, path: str, first: int, last: int) -> bool:
+    """Whether a method of the class body being made has its code within ``path``'s lines."""
+    for value in attributes.values():
+        code = getattr(getattr(value, "__func__", value), "__code__", None)
+        if code is not None and first <= code.co_firstlineno <= last:
+            return os.path.realpath(code.co_filename) == os.path.realpath(path)
+    return False
 
 
 # --- the package's documented examples ----------------------------------------------------------

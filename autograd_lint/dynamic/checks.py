@@ -253,11 +253,25 @@ def _run_checks(cls: type, make_inputs: Callable[[], tuple], names: list[str],
                           "meant to differ, suppress this with that reason)", level="warning",
                 unread_inputs=outcome.unread))
         elif structure.calls_general_eigensolver(cls):
-            report.findings.append(RuntimeFinding(
-                "AGL901", f"{outcome.message} (not certain: forward calls `eig`, whose eigenvectors are defined up to "
-                          "a phase each, so gradcheck of raw eigenvectors fails for a correct backward; check a "
-                          "phase-invariant function of them, or the eigenvalues)", level="warning",
-                unread_inputs=outcome.unread))
+            invariant = _phase_invariant_verdict(cls, make_inputs)
+            if invariant is True:  # the raw failure was the free phase: backward is right
+                report.skipped.append(
+                    "gradcheck of the raw eigenvectors fails, as it does for a correct backward (`eig` fixes each "
+                    "one only up to a phase); on |v|^2 of them, which does not depend on the phase, it passes")
+                report.skipped.append("gradgradcheck: not run on eigenvectors whose phase is free")
+                return report
+            if invariant is False:
+                report.findings.append(RuntimeFinding(
+                    "AGL901", "gradcheck fails on |v|^2 of the eigenvectors forward returns, a function that does "
+                              "not depend on the phase `eig` leaves free, so the gradient itself is wrong and "
+                              f"training through them follows it (raw eigenvectors: {outcome.message})",
+                    unread_inputs=outcome.unread))
+            else:
+                report.findings.append(RuntimeFinding(
+                    "AGL901", f"{outcome.message} (not certain: forward calls `eig`, whose eigenvectors are defined "
+                              "up to a phase each, so gradcheck of raw eigenvectors fails for a correct backward; "
+                              "check a phase-invariant function of them, or the eigenvalues)", level="warning",
+                    unread_inputs=outcome.unread))
         else:
             report.findings.append(RuntimeFinding("AGL901", outcome.message, unread_inputs=outcome.unread,
                                                   level="warning" if outcome.within_coarse else "",
@@ -601,6 +615,74 @@ def _gradcheck_at(function: Callable[..., Any], make_inputs: Callable[[], tuple]
         return bool(torch.autograd.gradcheck(*over_tensors(function, make_inputs()), eps=tolerances.eps,
                                              atol=tolerances.atol, rtol=tolerances.rtol, fast_mode=False,
                                              raise_exception=False))
+
+
+def _phase_invariant_verdict(cls: type, make_inputs: Callable[[], tuple]) -> Optional[bool]:
+    """gradcheck of forward composed with |v|^2 on each complex square output (eigenvectors, whose
+    phase `eig` leaves free; torch's own `linalg.eig` gives gradients only for losses that do not
+    depend on it). None when forward returns no such output or anything raises: no verdict."""
+    function = structure.project(differentiable_outputs(cls, make_inputs), structure.of(make_inputs))
+    try:
+        with torch.no_grad():
+            if not any(_eigenvector_like(output) for output in _as_tuple(function(*make_inputs()))):
+                return None
+    except Exception:  # noqa: BLE001 - forward's failures are the other checks' to report
+        return None
+    return _verdict(_phase_free(function), make_inputs)
+
+
+def promoted_verdict(cls: type, make_inputs: Callable[[], tuple]) -> Optional[bool]:
+    """gradcheck with each real-valued complex input (imaginary part zero) given as its real part
+    and made complex inside, as a wrapper that promotes a real argument does: the gradient such a
+    caller gets is the real part of backward's. Eigenvectors of `eig` are taken as |v|^2. None
+    when no input is so, or anything raises: no verdict."""
+    function = _phase_free(structure.project(differentiable_outputs(cls, make_inputs), structure.of(make_inputs)))
+    try:
+        promoted = [index for index, value in enumerate(make_inputs())
+                    if isinstance(value, torch.Tensor) and value.is_complex() and not value.imag.any()]
+    except Exception:  # noqa: BLE001 - no inputs, no verdict
+        return None
+    if not promoted:
+        return None
+
+    def real_inputs() -> tuple:
+        return tuple(value.real.detach().requires_grad_(value.requires_grad) if index in promoted else value
+                     for index, value in enumerate(make_inputs()))
+
+    def on_real(*inputs: Any) -> Any:
+        return function(*(value.to(_COMPLEX_OF.get(value.dtype, torch.complex128)) if index in promoted else value
+                          for index, value in enumerate(inputs)))
+
+    return _verdict(on_real, real_inputs)
+
+
+_COMPLEX_OF = {torch.float32: torch.complex64, torch.float64: torch.complex128}
+
+
+def _eigenvector_like(output: Any) -> bool:
+    return (isinstance(output, torch.Tensor) and output.is_complex() and output.dim() >= 2
+            and output.shape[-1] == output.shape[-2])
+
+
+def _phase_free(function: Callable[..., Any]) -> Callable[..., tuple]:
+    """``function`` with each complex square output (eigenvectors) taken as |v|^2."""
+    def phase_free(*inputs: Any) -> tuple:
+        return tuple(output.abs() ** 2 if _eigenvector_like(output) else output
+                     for output in _as_tuple(function(*inputs)))
+
+    return phase_free
+
+
+def _verdict(function: Callable[..., Any], make_inputs: Callable[[], tuple]) -> Optional[bool]:
+    """gradcheck's verdict on ``function`` at the tolerances its outputs call for; None when
+    anything raises or finite differences cannot judge it."""
+    try:
+        inputs = make_inputs()
+        with torch.no_grad():
+            tolerances = _tolerances(inputs, _as_tuple(function(*inputs)))
+        return None if tolerances is None else _gradcheck_at(function, make_inputs, tolerances)
+    except Exception:  # noqa: BLE001 - a verdict only where the check runs through
+        return None
 
 
 def _passes_coarse(function: Callable[..., Any], make_inputs: Callable[[], tuple]) -> bool:

@@ -20,6 +20,7 @@ import importlib.util
 import inspect
 import json
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass, field, replace
@@ -113,16 +114,21 @@ def main(argv: list[str]) -> int:
 
     # Classes inside functions the import did not call, defined from their own source where that
     # makes the same class (kept here: nothing else refers to them, and gc.collect would take them).
-    from_source, result["not_definable"] = _define_nested(module, request)
-    gc.collect()  # a class whose name was bound again (a second `class F`) is gone, every time
-    classes = function_classes(module)
     skip = {tuple(key) for key in request.get("skip", [])}  # done by an earlier child, or broke it
-    spans = {cls: _source_span(cls) for cls in classes}
-    owners = [_owner(finding, classes, spans) for finding in request.get("findings", [])]
-    confirm = _load_confirm()
     # Which class this child is on, and at which stage, goes to a small file of its own
     # (``progress_path``): the result is rewritten whole, so once per class is enough for it.
     progress = _ResultWriter(progress_path(result_path), {})
+
+    def making(entry: dict) -> None:  # a function runs to make this class: if it hangs, it is blamed
+        progress.result.update(entry=entry, stage="checking")
+        progress.write()
+
+    from_source, result["not_definable"] = _define_nested(module, request, skip, making)
+    gc.collect()  # a class whose name was bound again (a second `class F`) is gone, every time
+    classes = _one_per_statement(function_classes(module), from_source)
+    spans = {cls: _source_span(cls) for cls in classes}
+    owners = [_owner(finding, classes, spans) for finding in request.get("findings", [])]
+    confirm = _load_confirm()
     for cls in classes:
         if class_key(cls) in skip:
             continue
@@ -299,10 +305,13 @@ def _import_module(path: str, project_root: str, through_namespaces: bool) -> An
     return module
 
 
-def _define_nested(module: Any, request: dict) -> tuple[dict, dict]:
+def _define_nested(module: Any, request: dict, skip: set, making: Callable[[dict], None]) -> tuple[dict, dict]:
     """The Function classes the static scan found inside functions, which the import did not
-    define, each defined from its own source where it reads no name of those functions
-    (``nested``): {class: a note for its inputs}; and for the others, {"name:line": why not}."""
+    define, each defined from its own source where it reads no name of those functions, or only
+    parameters with constant defaults (``nested``), else made by calling the function that holds
+    it (``callers.made_by_calling``): {class: a note for its inputs}; and for the others,
+    {"name:line": why not}. ``making`` is told before a function runs to make one (``skip``: the
+    classes an earlier child hung on)."""
     static = {(name, line) for name, line in request.get("static_classes", [])}
     filename = getattr(module, "__file__", None)
     if not static or not filename:
@@ -327,19 +336,62 @@ def _define_nested(module: Any, request: dict) -> tuple[dict, dict]:
         if read is None:
             continue
         read.discard(found.node.name)  # its own name: the class, inside the function as here
-        if read:
+        bindings = nested.default_bindings(found, read, module) if read else {}
+        if bindings is None:
             names = ", ".join(f"`{name}`" for name in sorted(read))
             refused[f"{found.node.name}:{found.node.lineno}"] = f"its code reads {names} of `{found.function}`"
+            if (found.qualname, found.node.lineno) not in skip:
+                by_calling = _made_by_calling(found, module, request, filename, making)
+                if by_calling is not None:
+                    cls, how = by_calling
+                    made[cls] = how
+                    del refused[f"{found.node.name}:{found.node.lineno}"]
+                elif found.holder is not None:
+                    refused[f"{found.node.name}:{found.node.lineno}"] += (
+                        ", and no call of it (or of a function of the package that calls it) with guessed "
+                        "arguments reached the class")
             continue
         try:
-            cls = nested.define(found, source, module)
+            cls = nested.define(found, source, module, bindings)
         except BaseException as error:  # noqa: B036 - its decorators and bases are the user's code
             refused[f"{found.node.name}:{found.node.lineno}"] = (
                 f"defining it from its source raised {type(error).__name__}: {_first_line(error)}")
             continue
-        made[cls] = (f"defined from its source: `{found.function}`, which holds it, was not called, "
-                     "and the class reads no name of it")
+        if bindings:
+            values = ", ".join(f"`{name}={value!r}`" for name, value in sorted(bindings.items()))
+            made[cls] = (f"defined from its source: `{found.function}`, which holds it, was not called; "
+                         f"the parameters the class reads have their defaults ({values})")
+        else:
+            made[cls] = (f"defined from its source: `{found.function}`, which holds it, was not called, "
+                         "and the class reads no name of it")
     return made, refused
+
+
+def _made_by_calling(found: Any, module: Any, request: dict, filename: str,
+                     making: Callable[[dict], None]) -> Optional[tuple[type, str]]:
+    """``callers.made_by_calling`` for a nested class that reads its function's names; the
+    arguments its first ``apply`` got are its first candidate (``callers.MADE_WITH``)."""
+    from autograd_lint.dynamic import callers
+    from autograd_lint.dynamic.inputs import SEARCH_BUDGET_S, SEED, make_inputs_factory
+
+    if found.holder is None:
+        return None
+    node = found.node
+    making({"name": node.name, "qualname": found.qualname, "line": node.lineno, "column": node.col_offset + 1,
+            "inputs": None, "reason": "", "runtime_findings": [], "ran": [], "skipped": []})
+    try:
+        outcome = callers.made_by_calling(
+            (filename, node.lineno, node.end_lineno or node.lineno, node.name), found.holder, module,
+            request.get("call_site_files", []), lambda recipe: make_inputs_factory(recipe, "cpu"), SEED,
+            time.monotonic() + SEARCH_BUDGET_S)
+    except (Exception, SystemExit):  # noqa: BLE001 - the package's code, called with guesses
+        return None
+    if outcome is None:
+        return None
+    cls, how, candidate = outcome
+    if candidate is not None:
+        callers.MADE_WITH[cls] = candidate
+    return cls, f"{how}, since the class reads its names"
 
 
 ABSTRACT_BASE = "an abstract base: it defines no forward (its subclasses do, and are checked on their own)"
@@ -359,6 +411,18 @@ def function_classes(module: Any) -> list[type]:
                 if subclass.__module__ == module.__name__:
                     found.append(subclass)
     return sorted(found, key=lambda cls: (_source_line(cls), cls.__qualname__))
+
+
+def _one_per_statement(classes: list[type], preferred: dict) -> list[type]:
+    """One class per class statement (qualified name and line): a factory called more than once
+    (by the module, or to make its class) makes the same class again each time. The one the run
+    defined or made itself (``preferred``) is kept, else the first."""
+    chosen: dict[tuple[str, int], type] = {}
+    for cls in classes:
+        key = class_key(cls)
+        if key not in chosen or (cls in preferred and chosen[key] not in preferred):
+            chosen[key] = cls
+    return [cls for cls in classes if chosen[class_key(cls)] is cls]
 
 
 def _own_or_inherited(cls: type) -> set[str]:
@@ -520,7 +584,9 @@ def _uncertain_on_guesses(cls: type, inputs: Any, names: list[str], found: list,
       derived for a covariance (a matrix square root by Newton-Schulz iterations).
     - AGL903 when the only problem is a complex gradient for an input guessed real.
     - AGL901, AGL902 on inputs made complex because backward returned complex gradients for the
-      real ones (``inputs.MADE_COMPLEX``): the class may be meant for real inputs only.
+      real ones (``inputs.MADE_COMPLEX``): the class may be meant for real inputs only. An AGL901
+      that gradcheck confirms on real values promoted to complex inside (the gradient a wrapper
+      that promotes its argument gets) stays an error.
     - AGL903 when the only problem is the number of gradients and forward takes ``*args``: how
       many to pass there was guessed (a reversible block's ``*params`` are its modules').
     - AGL903 when every problem is a gradient shaped for a smaller input that broadcasts to the
@@ -541,10 +607,23 @@ def _uncertain_on_guesses(cls: type, inputs: Any, names: list[str], found: list,
                 "numbers: the class may be meant for a complex input; declare an @example to check it on real "
                 "inputs)")))
         elif finding.code in _JUDGED_BY_GRADIENTS and MADE_COMPLEX in inputs.detail:
+            promoted = _promoted_reals_verdict(cls, inputs, entry) if finding.code == "AGL901" else None
+            if promoted is False:
+                result.append(replace(finding, message=(
+                    f"{finding.message}; it fails as well on the real values made complex inside forward's call, "
+                    "which is the gradient a wrapper that promotes a real argument gets: that gradient is wrong")))
+                continue
+            passes = ("; on real values made complex inside forward's call, as a wrapper that promotes a real "
+                      "argument passes them, gradcheck passes") if promoted else ""
             result.append(replace(finding, level="warning", message=(
                 f"{finding.message} (not certain: backward returned complex gradients for the guessed real "
-                "inputs, so they were made complex for gradcheck, and the class may be meant for real inputs "
-                "only; declare an @example to check it on real inputs)")))
+                f"inputs, so they were made complex for gradcheck, and the class may be meant for real inputs "
+                f"only{passes}; declare an @example to check it on real inputs)")))
+        elif finding.code == "AGL903" and _gradients_for_guessed_numbers_only(cls, inputs, names, finding):
+            result.append(replace(finding, level="warning", message=(
+                f"{finding.message} (not certain: the run guessed a number there from the parameter's name, "
+                "and backward gives it a gradient, so the class may take a tensor there; declare an @example "
+                "to check it on real inputs)")))
         elif finding.code == "AGL903" and finding.kinds == ("count",) and _variadic(cls):
             result.append(replace(finding, level="warning", message=(
                 f"{finding.message} (not certain: forward takes `*{_variadic(cls)}`, and how many arguments to "
@@ -574,31 +653,76 @@ def _uncertain_on_guesses(cls: type, inputs: Any, names: list[str], found: list,
                 "(a factorization of a matrix beside it) or pass a surrogate's gradient on purpose; declare an "
                 "@example to check it on real inputs)")))
         elif finding.code == "AGL901" and _passes_with_unit_numbers(cls, inputs, names, entry):
-            numbers = ", ".join(f"`{name}`" for name, value in zip(names, inputs.make_inputs())
-                                if _is_guessed_number(value))
+            guessed = _guessed_numbers(cls, inputs.make_inputs(), names)
+            numbers = ", ".join(f"`{name}`" for index, name in enumerate(names) if index in guessed)
             result.append(replace(finding, level="warning", message=(
                 f"{finding.message} (not certain: with the guessed numbers {numbers} all 1.0 gradcheck "
-                "passes, so backward may scale by a hyper-parameter whose real value this run does not "
-                "know; declare an @example to check it on real inputs)")))
+                "passes, so the failure may be the guess's: a hyper-parameter that backward scales by, or a "
+                "regularization too small for forward's iterations to settle, whose real value this run does "
+                "not know; declare an @example to check it on real inputs)")))
         else:
             result.append(finding)
     return result
 
 
-def _is_guessed_number(value: Any) -> bool:
-    return isinstance(value, float) and value != 1.0
+def _promoted_reals_verdict(cls: type, inputs: Any, entry: dict) -> Optional[bool]:
+    """gradcheck's verdict with the inputs made complex given real and promoted inside
+    (``checks.promoted_verdict``); None when it cannot tell."""
+    from autograd_lint.dynamic import checks
+
+    try:
+        verdict = checks.promoted_verdict(cls, inputs.make_inputs)
+    except BaseException:  # noqa: B036 - the user's code under check can raise anything
+        return None
+    if verdict is not None:
+        entry["ran"].append("gradcheck on real values made complex inside")
+    return verdict
+
+
+_GRADIENT_FOR_A_NUMBER = re.compile(r"gradient (\d+) is not None but .*? is not a tensor")
+
+
+def _gradients_for_guessed_numbers_only(cls: type, inputs: Any, names: list[str], finding: Any) -> bool:
+    """Whether AGL903's only problems are gradients for inputs that the run guessed as numbers
+    (``_guessed_numbers``): a tensor may belong there (a cost matrix named ``c``)."""
+    if not finding.kinds or any(kind != "type" for kind in finding.kinds):
+        return False
+    positions = {int(index) for index in _GRADIENT_FOR_A_NUMBER.findall(finding.message)}
+    if len(positions) != len(finding.kinds):
+        return False
+    try:
+        guessed = _guessed_numbers(cls, inputs.make_inputs(), names)
+    except Exception:  # noqa: BLE001 - inputs that no longer build: no doubt to add
+        return False
+    return positions <= guessed
+
+
+def _guessed_numbers(cls: type, values: tuple, names: list[str]) -> set[int]:
+    """The positions of the float arguments that are not 1.0 and not forward's own default for
+    that parameter (a tolerance or a step forward declares is the author's value, not a guess)."""
+    from autograd_lint.dynamic.synthesis import forward_parameters
+
+    defaults = {parameter.name: parameter.default for parameter in forward_parameters(cls) or ()
+                if parameter.default is not inspect.Parameter.empty}
+    return {index for index, value in enumerate(values)
+            if isinstance(value, float) and value != 1.0
+            and not (index < len(names) and names[index] in defaults and defaults[names[index]] == value)}
 
 
 def _passes_with_unit_numbers(cls: type, inputs: Any, names: list[str], entry: dict) -> bool:
-    """gradcheck, again, with every float argument that is not 1.0 set to 1.0 (nothing else
-    changed); False when there is none, or when anything raises."""
+    """gradcheck, again, with every guessed float argument (``_guessed_numbers``) set to 1.0
+    (nothing else changed); False when there is none, or when anything raises."""
     from autograd_lint.dynamic import checks
 
-    if not any(_is_guessed_number(value) for value in inputs.make_inputs()):
+    guessed = _guessed_numbers(cls, inputs.make_inputs(), names)
+    if not guessed:
         return False
 
     def unit_inputs() -> tuple:
-        return tuple(1.0 if _is_guessed_number(value) else value for value in inputs.make_inputs())
+        return tuple(1.0 if index in guessed else value for index, value in enumerate(inputs.make_inputs()))
+
+    # the same structured set (dynamic/structure.py), so the check is judged as the first was
+    unit_inputs.structures = getattr(inputs.make_inputs, "structures", ())  # type: ignore[attr-defined]
 
     try:
         again = checks.run_checks(cls, unit_inputs, names, inputs.backward_error)

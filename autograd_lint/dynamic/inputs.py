@@ -368,6 +368,8 @@ def _candidates(cls: type, module: Any, call_site_files: list[str], config_examp
                 numbers: dict[int, Any]) -> Iterator[Candidate]:
     if use_declared:
         yield from declared_candidates(cls, module, config_examples, module_path)
+    if cls in callers.MADE_WITH:  # what apply got where a function of the package made the class
+        yield callers.MADE_WITH[cls]
     yield from callsites.candidates(cls, module, call_site_files, project_root)
     yield from structure.candidates(cls, plain_values=numbers)  # where names, docstrings or forward's code ask
     yield from synthesis.candidates(cls, numbers)

@@ -31,6 +31,12 @@ class NestedClass:
     qualname: str  # as Python would name it: ``make.<locals>.Cube``
     function: str  # the innermost function around it, as a call: ``Learner.build()``
     function_locals: frozenset[str]  # every name the functions around it bind (parameters included)
+    # parameters of those functions that have a default and are never assigned in the function: the
+    # value the class would see when the function is called without them (the innermost binding wins)
+    parameter_defaults: tuple[tuple[str, ast.expr], ...] = ()
+    # the outermost function around it, where the package can call it: (None, name) for a function
+    # of the module, (class name, method name) for a method of a class of the module; None otherwise
+    holder: Optional[tuple[Optional[str], str]] = None
 
 
 def nested_classes(source: str, filename: str) -> list[NestedClass]:
@@ -43,21 +49,28 @@ def nested_classes(source: str, filename: str) -> list[NestedClass]:
         return []
     found: list[NestedClass] = []
 
-    def visit(node: ast.AST, prefix: str, functions: list[ast.AST], in_class: bool) -> None:
+    # top: at the module's level (under its `if`s and `try`s too); owner: the class of the module
+    # whose body this is
+    def visit(node: ast.AST, prefix: str, functions: list[ast.AST], in_class: bool,
+              holder: Optional[tuple[Optional[str], str]], owner: Optional[str], top: bool) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.ClassDef):
                 if functions and not in_class:
                     found.append(NestedClass(child, prefix + child.name, _call_name(prefix),
-                                             frozenset().union(*(_locals(table, f) for f in functions))))
-                visit(child, f"{prefix}{child.name}.", functions, in_class or bool(functions))
+                                             frozenset().union(*(_locals(table, f) for f in functions)),
+                                             _parameter_defaults(table, functions), holder))
+                visit(child, f"{prefix}{child.name}.", functions, in_class or bool(functions), holder,
+                      child.name if top else None, False)
             elif isinstance(child, _FUNCTIONS):
-                visit(child, f"{prefix}{child.name}.<locals>.", [*functions, child], in_class)
+                outermost = not functions and (top or owner is not None)
+                visit(child, f"{prefix}{child.name}.<locals>.", [*functions, child], in_class,
+                      (owner, child.name) if outermost else holder, None, False)
             elif isinstance(child, ast.Lambda):
                 continue
             else:
-                visit(child, prefix, functions, in_class)
+                visit(child, prefix, functions, in_class, holder, owner, top)
 
-    visit(tree, "", [], False)
+    visit(tree, "", [], False, None, None, True)
     return found
 
 
@@ -79,13 +92,52 @@ def names_read_from_functions(nested: NestedClass, source: str) -> Optional[set[
     return read & nested.function_locals
 
 
-def define(nested: NestedClass, source: str, module: Any) -> Any:
+def default_bindings(nested: NestedClass, names: set[str], module: Any) -> Optional[dict[str, Any]]:
+    """The values ``names`` would have inside the function when it is called without them: each
+    must be a parameter whose default is a literal (``1e-3``, ``(1, 1)``, ``None``) or a dotted name
+    of the module (``DEFAULT_EPS``, ``torch.float32``), never reassigned in the function. None as
+    soon as one is not (a value computed by the function's code is left to the function)."""
+    defaults = dict(nested.parameter_defaults)
+    values: dict[str, Any] = {}
+    for name in names:
+        if name not in defaults:
+            return None
+        found, value = _constant_value(defaults[name], module)
+        if not found:
+            return None
+        values[name] = value
+    return values
+
+
+def _constant_value(expression: ast.expr, module: Any) -> tuple[bool, Any]:
+    try:
+        return True, ast.literal_eval(expression)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        pass
+    dotted: list[str] = []
+    while isinstance(expression, ast.Attribute):
+        dotted.append(expression.attr)
+        expression = expression.value
+    if not isinstance(expression, ast.Name) or expression.id not in vars(module):
+        return False, None
+    value = vars(module)[expression.id]
+    for attribute in reversed(dotted):
+        try:
+            value = getattr(value, attribute)
+        except Exception:  # noqa: BLE001 - a module attribute that raises: not a constant
+            return False, None
+    return True, value
+
+
+def define(nested: NestedClass, source: str, module: Any, bindings: Optional[dict] = None) -> Any:
     """Run the class statement in a copy of the module's namespace (a class of the same name at
-    the module's top level is left alone); returns the class, named as Python would have."""
+    the module's top level is left alone), with ``bindings`` (a function's parameters the class
+    reads) added to it; returns the class, named as Python would have."""
     text = _statement_text(nested.node, source)
     first = min([nested.node.lineno] + [d.lineno for d in nested.node.decorator_list])
     code = compile("\n" * (first - 1) + text, getattr(module, "__file__", None) or "<module>", "exec")
     namespace = dict(vars(module))
+    namespace.update(bindings or {})
     exec(code, namespace)  # noqa: S102 - the user's class statement, as the import would run it
     cls = namespace[nested.node.name]
     cls.__qualname__ = nested.qualname
@@ -104,6 +156,29 @@ def _locals(table: symtable.SymbolTable, function: ast.AST) -> frozenset[str]:
         return frozenset(node.id for node in ast.walk(function) if isinstance(node, ast.Name))
     return frozenset(symbol.get_name() for symbol in scope.get_symbols()
                      if symbol.is_local() or symbol.is_parameter())
+
+
+def _parameter_defaults(table: symtable.SymbolTable, functions: list[ast.AST]) -> tuple:
+    defaults: dict[str, ast.expr] = {}
+    for function in functions:  # outermost first: an inner function's binding shadows an outer one
+        scope = _scope_of(table, function)
+        bound = _locals(table, function)
+        with_default = _defaults_of(function.args)  # type: ignore[attr-defined]
+        for name in bound:
+            defaults.pop(name, None)
+            symbol = scope.lookup(name) if scope is not None else None
+            if (name in with_default and symbol is not None and symbol.is_parameter()
+                    and not symbol.is_assigned()):
+                defaults[name] = with_default[name]
+    return tuple(sorted(defaults.items()))
+
+
+def _defaults_of(arguments: ast.arguments) -> dict[str, ast.expr]:
+    positional = [*arguments.posonlyargs, *arguments.args]
+    pairs = dict(zip((a.arg for a in positional[len(positional) - len(arguments.defaults):]),
+                     arguments.defaults))
+    pairs.update((a.arg, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None)
+    return pairs
 
 
 def _scope_of(table: symtable.SymbolTable, function: ast.AST) -> Optional[symtable.SymbolTable]:

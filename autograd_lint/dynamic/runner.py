@@ -26,7 +26,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterable, Optional
+from typing import TYPE_CHECKING, Callable, Iterable, Optional
 
 from autograd_lint.dynamic.child import ABSTRACT_BASE, progress_path
 from autograd_lint.dynamic.dedupe import Merge, RuntimeResult, merge_explained, merged_line
@@ -36,7 +36,9 @@ from autograd_lint.dynamic.sandbox import PRIVATE_DIRECTORIES
 from autograd_lint.dynamic.settings import DynamicSettings
 from autograd_lint.findings import Finding
 from autograd_lint.suppression import disabled_codes, noqa_codes
-from autograd_lint.selection import RuleFilter
+
+if TYPE_CHECKING:
+    from autograd_lint.selection import RuleFilter
 
 MAX_TEST_FILES = 2000  # call sites are also read from the project's tests/ (text filter first)
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])  # where `autograd_lint` is importable

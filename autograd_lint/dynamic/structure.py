@@ -1,4 +1,5 @@
-"""Structured matrix inputs: symmetric, SPD, negative definite, lower triangular (child side).
+"""Structured matrix inputs: symmetric, SPD, negative definite, lower triangular; and vectors
+that are distributions (positive weights summing to one) (child side).
 
 Some Functions only mean their matrix inputs to be a covariance (SPD), a Cholesky factor (lower
 triangular, positive diagonal) or a natural parameter ``-½Σ⁻¹`` (negative definite). On a plain
@@ -47,6 +48,10 @@ from autograd_lint.dynamic.synthesis import FLOAT, INDEX, Slot, classify, forwar
 from autograd_lint.examples import TensorSpec
 
 SYMMETRIC, SPD, NEGATIVE_DEFINITE, LOWER_TRIANGULAR = "symmetric", "spd", "negative-definite", "lower-triangular"
+# Not a matrix: a vector of positive weights summing to one (the marginals of an optimal-transport
+# problem). Sinkhorn-type forwards on weights that do not sum alike never converge, and their
+# gradient (a dual potential, defined up to a constant) is judged along the simplex only.
+DISTRIBUTION = "distribution"
 SIZE = 4  # n of the structured matrices; the coupled right-hand sides get 5 columns (a size of their own)
 COLUMNS = 5
 MAX_STRUCTURED = 16  # candidates per class: a forward call each, within the search's time budget
@@ -64,6 +69,8 @@ _DOC_STRUCTURES = (
     (re.compile(r"negative[- ]definite", re.IGNORECASE), NEGATIVE_DEFINITE),
     (re.compile(r"positive[- ](?:semi-?)?definite|\bspd\b|\bpsd\b|covariance", re.IGNORECASE), SPD),
     (re.compile(r"symmetric", re.IGNORECASE), SYMMETRIC),
+    (re.compile(r"\bdistribution\b|\bhistogram\b|\bmarginals?\b|probability (?:vector|weights|mass)|"
+                r"sums? to (?:one|1)\b", re.IGNORECASE), DISTRIBUTION),
 )
 # forward's errors on the plain guesses -> the structure to try for a matrix parameter.
 _ERROR_STRUCTURES = (
@@ -211,7 +218,8 @@ def _structured(slots: list[Any], wanted: dict[str, Optional[str]], label: str) 
             for slot in slots:
                 if slot.kind == FLOAT:
                     structure = wanted.get(slot.name)
-                    shape = batch + ((SIZE, SIZE) if structure else plan[slot.name])
+                    shape = batch + (((SIZE,) if structure == DISTRIBUTION else (SIZE, SIZE)) if structure
+                                     else plan[slot.name])
                     specs.append(TensorSpec(shape, structure=structure))
                     described.append(f"{slot.name} {shape}" + (f" {structure}" if structure else ""))
                 elif slot.kind == "value":
@@ -243,8 +251,12 @@ def _coupled_shapes(name: str) -> tuple[tuple[int, ...], ...]:
 # --- building and projecting ----------------------------------------------------------------------
 
 def materialize(spec: TensorSpec) -> torch.Tensor:
-    """A float64 tensor of ``spec.shape`` with ``spec.structure`` over its last two dimensions."""
+    """A float64 tensor of ``spec.shape`` with ``spec.structure`` over its last two dimensions
+    (a distribution: over its last one)."""
     n = spec.shape[-1]
+    if spec.structure == DISTRIBUTION:
+        weights = torch.rand(spec.shape, dtype=torch.float64) + 0.5
+        return weights / weights.sum(-1, keepdim=True)
     base = torch.rand(spec.shape, dtype=torch.float64) * 2 - 1
     eye = torch.eye(n, dtype=torch.float64)
     if spec.structure == SYMMETRIC:
@@ -293,6 +305,8 @@ def onto(value: Any, structure: Optional[str]) -> Any:
         return value
     if structure == LOWER_TRIANGULAR:
         return value.tril()
+    if structure == DISTRIBUTION:
+        return value / value.sum(-1, keepdim=True)
     return (value + value.mT) / 2
 
 
@@ -308,14 +322,15 @@ def note(structures: tuple[Optional[str], ...], names: list[str]) -> str:
     if not any(structures):
         return ""
     return (f" (checked on the structured set: {describe(structures, names)}; gradcheck of forward "
-            "composed with the projection onto that set, so a symmetrized or triangular gradient is "
-            "judged along the set only)")
+            "composed with the projection onto that set, so a symmetrized or triangular gradient, or one "
+            "defined up to a constant on a distribution, is judged along the set only)")
 
 
 def symmetric_companions(inputs: tuple, structures: tuple[Optional[str], ...]) -> list[int]:
     """Plain square float matrices the size of a structured input (a ``middle`` beside a ``chol``)."""
     sizes = {inputs[index].shape[-1] for index, structure in enumerate(structures)
-             if structure and index < len(inputs) and isinstance(inputs[index], torch.Tensor)}
+             if structure and structure != DISTRIBUTION and index < len(inputs)
+             and isinstance(inputs[index], torch.Tensor)}
     return [index for index, value in enumerate(inputs)
             if (index >= len(structures) or not structures[index]) and isinstance(value, torch.Tensor)
             and value.is_floating_point() and value.requires_grad and value.dim() >= 2

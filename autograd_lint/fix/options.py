@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 
 from autograd_lint.catalogue import RULES
 
@@ -23,11 +22,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="also apply the fixes that may change behaviour (with --fix or --diff)")
 
 
-@dataclass(frozen=True)
 class FixOptions:
-    write: bool  # --fix without --diff
-    diff: bool
-    unsafe: bool
+    # A plain class, not a dataclass: every run of the CLI imports this module (see selection.py).
+    def __init__(self, write: bool, diff: bool, unsafe: bool) -> None:
+        self.write = write  # --fix without --diff
+        self.diff = diff
+        self.unsafe = unsafe
+
+    def __repr__(self) -> str:
+        return f"FixOptions(write={self.write}, diff={self.diff}, unsafe={self.unsafe})"
 
     @property
     def active(self) -> bool:

@@ -9,20 +9,25 @@ pays for its imports (``json``, ``urllib``), and most runs print text.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, TextIO
 
+# `typing` for type checkers only: every run of the CLI imports this module (see selection.py).
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # the engine (and its parser) is not needed to format, nor for --help
+    from collections.abc import Callable
+    from typing import TextIO
+
     from autograd_lint.engine import FileResult
     from autograd_lint.findings import Finding
 
+    Formatter = Callable[["LintRun", TextIO, bool], None]
 
-@dataclass
+
 class LintRun:
     """Everything a formatter may report: the per-file results in order, and the time taken."""
 
-    results: list["FileResult"]
-    seconds: float
+    def __init__(self, results: list[FileResult], seconds: float) -> None:
+        self.results = results
+        self.seconds = seconds
 
     @property
     def findings(self) -> list["Finding"]:
@@ -47,8 +52,6 @@ class LintRun:
             "seconds": round(self.seconds, 3),
         }
 
-
-Formatter = Callable[[LintRun, TextIO, bool], None]
 
 # --format's name -> the module under autograd_lint.report that writes it
 FORMATS: dict[str, str] = {

@@ -6,9 +6,10 @@ the human summary ("Found 3 findings in 2 files") is written to stderr by the CL
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TextIO
-
+TYPE_CHECKING = False  # `typing` for type checkers only (the CLI imports this module on every run)
 if TYPE_CHECKING:
+    from typing import TextIO
+
     from autograd_lint.findings import Finding
     from autograd_lint.report import LintRun
 
