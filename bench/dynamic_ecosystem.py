@@ -93,6 +93,20 @@ cheetah-accelerator as `cheetah`, pararnn-torch as `pararnn`::
     /tmp/venv-blind12/bin/pip install torch==2.13.0 -c bench/dynamic-blind12-constraints.txt nvmath-python
     /tmp/venv-blind12/bin/pip uninstall -y torchvision
     PYTHONPATH=. /tmp/venv-blind12/bin/python bench/dynamic_ecosystem.py run --batch blind12 --out /tmp/blind12-now
+
+`--batch blind13` selects the thirteenth blind batch (issue 29's measure, again): twenty-five more pure-PyTorch
+packages, in an environment of their own (bench/dynamic-blind13-constraints.txt, torch pinned). py-cpuinfo and
+setuptools < 81 are needs the packages do not declare (neural_compressor.torch and torchtnt.utils.flops do not import
+without them), and torchvision and torchaudio, which tonic pulls in for qualia-plugin-snn, are removed (not built for
+this torch). open-analog-nn installs as `spice`, quanta-sdk as `quanta`, xnns as `xnn`::
+
+    python3 -m venv /tmp/venv-blind13
+    /tmp/venv-blind13/bin/pip install -e . torch==2.13.0 -c bench/dynamic-blind13-constraints.txt \
+        xnns torchmorph deformation-inversion-layer torchflows zflows kirchcig nefi spire-rd quanta-sdk torchtnt dfsc \
+        open-analog-nn resampler sdasim nengo-torch odak pylops torch-linode torch-type-nn torchtoolbox kinetic-ai \
+        neural-compressor qualia-plugin-snn qualia-core pytorch-tabular py-cpuinfo 'setuptools<81'
+    /tmp/venv-blind13/bin/pip uninstall -y torchvision torchaudio
+    PYTHONPATH=. /tmp/venv-blind13/bin/python bench/dynamic_ecosystem.py run --batch blind13 --out /tmp/blind13-now
 """
 
 from __future__ import annotations
@@ -146,8 +160,15 @@ BLIND12 = ("flash_semicrf", "spd_learn", "cochain", "cheetah", "ppq", "deepquant
            "mbirtorch", "ot_markov_distances", "sll_core", "pararnn", "qconduit", "snnlab", "bioelectrics",
            "entropack", "fastqml", "qmlkit", "syndrilla", "torchrdit", "neuromorphic_rt", "ocm", "phasetorch",
            "rebasin")
+# Import names of the thirteenth blind batch (issue 29's measure, bench/dynamic-findings.md): pure-PyTorch packages
+# that no earlier batch used, their directories under site-packages (`xnn` is xnns', `spice` open-analog-nn's,
+# `quanta` quanta-sdk's); run once, blind, at the commit the findings name.
+BLIND13 = ("xnn", "torchmorph", "deformation_inversion_layer", "torchflows", "zflows", "kirchcig", "nefi", "spire_rd",
+           "quanta", "torchtnt", "dfsc", "spice", "resampler", "sdasim", "nengo_torch", "odak", "pylops", "torch_linode",
+           "torch_type_nn", "torchtoolbox", "kinetic_ai", "neural_compressor", "qualia_plugin_snn", "qualia_core",
+           "pytorch_tabular")
 BATCHES = {"ecosystem": PACKAGES, "blind7": BLIND7, "blind8": BLIND8, "blind9": BLIND9, "blind10": BLIND10,
-           "blind11": BLIND11, "blind12": BLIND12}
+           "blind11": BLIND11, "blind12": BLIND12, "blind13": BLIND13}
 
 
 def run(args: argparse.Namespace) -> int:
