@@ -13,7 +13,7 @@ from conftest import REPO_ROOT, WIDE_DYNAMIC_TIMEOUT, assert_no_traceback, load_
 torch = pytest.importorskip("torch")
 
 MODULE = "fixtures/dynamic/read_from_code.py"
-REACHED = ("FirstRows", "NarrowAlong", "ClampScaled", "SolveFor", "CrossWith", "PairLinear", "ScaledBy")
+REACHED = ("FirstRows", "NarrowAlong", "ClampScaled", "SolveFor", "CrossWith", "PairLinear", "ScaledBy", "CastOnto")
 
 
 @pytest.fixture(scope="module")
@@ -119,3 +119,8 @@ def test_a_lone_size_argument_may_be_a_whole_shape():
     slots = [synthesis.Slot(name, synthesis.FLOAT, guessed=True) for name in ("x", "factors", "k")]
     read = {slot.name: slot.kind for slot in synthesis.counted_in_forward(function, slots)}
     assert read == {"x": synthesis.FLOAT, "factors": synthesis.FLOAT, "k": "value"}
+
+
+def test_a_dtype_and_a_device_named_so_are_passed_as_such(run):
+    report, _ = run
+    assert "out_dtype=torch.float64, device=the run's device" in detail(report, "CastOnto"), report["CastOnto"]

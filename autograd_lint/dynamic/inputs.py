@@ -437,6 +437,10 @@ def prepare(value: Any, device: str) -> Any:
     elif isinstance(value, CapturedTensor):
         wants_grad = value.requires_grad
         value = value.tensor
+    elif isinstance(value, synthesis.TorchDtype):
+        return getattr(torch, value.name)
+    elif isinstance(value, synthesis.RunDevice):
+        return torch.device(device)
     if not isinstance(value, torch.Tensor):
         return value
     tensor = value.detach().clone().to(device)

@@ -87,6 +87,24 @@ FLOAT, INDEX, MASK = "float tensor", "index tensor", "mask tensor"
 SHAPE = "shape"  # a tuple of ints, resolved per plan (``shape_value``)
 MAX_VALUE_COMBINATIONS = 4
 
+@dataclass(frozen=True)
+class TorchDtype:
+    """torch's dtype of this name, built by ``inputs.prepare`` (this module never imports torch)."""
+
+    name: str = "float64"
+
+    def __repr__(self) -> str:
+        return f"torch.{self.name}"
+
+
+@dataclass(frozen=True)
+class RunDevice:
+    """The device the checks run on, as a ``torch.device`` (``inputs.prepare`` builds it)."""
+
+    def __repr__(self) -> str:
+        return "the run's device"
+
+
 # Names that say "a plain value" and a value that works for most forwards that take them.
 NAMED_VALUES: dict[str, tuple[Any, ...]] = {
     **dict.fromkeys(("dim", "axis"), (-1,)),
@@ -107,6 +125,9 @@ NAMED_VALUES: dict[str, tuple[Any, ...]] = {
     **dict.fromkeys(("min", "min_val", "min_value", "lower", "low", "lo", "a_min"), (-0.5,)),
     **dict.fromkeys(("max", "max_val", "max_value", "upper", "high", "hi", "a_max"), (0.5,)),
     "reduction": ("mean",),
+    # a dtype or a device passed on to `.to(...)`, `torch.empty(...)`: a tensor there is an error
+    **dict.fromkeys(("dtype", "out_dtype", "compute_dtype", "output_dtype"), (TorchDtype(),)),
+    "device": (RunDevice(),),
     "nu": (0.5,),  # a Matern kernel's smoothness (0.5, 1.5 or 2.5), a Student-t's degrees of freedom
 }
 INDEX_NAMES = frozenset({"index", "indices", "idx", "ids", "target", "targets", "label", "labels",
@@ -206,6 +227,10 @@ def classify(parameter: inspect.Parameter) -> Optional[list[Slot]]:
         return [Slot(name, "value", (0.5,))]
     if annotation in ("bool", "builtins.bool"):
         return [Slot(name, "value", (False, True))]
+    if re.fullmatch(r"(?:torch\.)?dtype", annotation):
+        return [Slot(name, "value", (TorchDtype(),))]
+    if re.fullmatch(r"(?:torch\.)?device|str \| (?:torch\.)?device|(?:torch\.)?device \| str", annotation):
+        return [Slot(name, "value", (RunDevice(),))]
     if CALLABLE_NAMES.match(lower) or "callable" in annotation:
         return [Slot(name, "value", (_identity,))]
     if annotation in ("str", "builtins.str"):
