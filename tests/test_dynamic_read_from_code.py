@@ -13,7 +13,8 @@ from conftest import REPO_ROOT, WIDE_DYNAMIC_TIMEOUT, assert_no_traceback, load_
 torch = pytest.importorskip("torch")
 
 MODULE = "fixtures/dynamic/read_from_code.py"
-REACHED = ("FirstRows", "NarrowAlong", "ClampScaled", "SolveFor", "CrossWith", "PairLinear", "ScaledBy", "CastOnto")
+REACHED = ("FirstRows", "NarrowAlong", "ClampScaled", "SolveFor", "CrossWith", "PairLinear", "ScaledBy", "CastOnto",
+           "LeadingColumns")
 
 
 @pytest.fixture(scope="module")
@@ -124,3 +125,8 @@ def test_a_lone_size_argument_may_be_a_whole_shape():
 def test_a_dtype_and_a_device_named_so_are_passed_as_such(run):
     report, _ = run
     assert "out_dtype=torch.float64, device=the run's device" in detail(report, "CastOnto"), report["CastOnto"]
+
+
+def test_a_parameter_made_an_int_is_a_count(run):
+    report, _ = run
+    assert "K=2, J=2" in detail(report, "LeadingColumns"), report["LeadingColumns"]

@@ -1237,7 +1237,7 @@ def counted_in_forward(function: ast.FunctionDef, slots: list[Slot]) -> list[Slo
 
     - a dimension (``x.sum(k)``, ``x.size(k)``, ``torch.cat(xs, k)``, ``x.transpose(a, b)``): -1,
       the first of a pair 0;
-    - a size or a count (``range(k)``, ``x[:k]``, ``x.view(-1, k)`` beside other sizes,
+    - a size or a count (``range(k)``, ``int(k)``, ``x[:k]``, ``x.view(-1, k)`` beside other sizes,
       ``torch.topk(x, k)``): 2 (a start, ``x.narrow(d, start, k)``: 0);
     - compared with an int (``if k > 1:``, ``assert n == 3``): 2, then 1;
     - a clamp's bound (``torch.clamp(x, q_min, q_max)``, ``x.clamp(min=lo, max=hi)``): -0.5 and 0.5.
@@ -1268,6 +1268,9 @@ def counted_in_forward(function: ast.FunctionDef, slots: list[Slot]) -> list[Slo
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range":
             for argument in node.args:
                 mark(argument, COUNT)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "int" \
+                and len(node.args) == 1:  # `ctx.K = int(K)`: a count handed in as a number
+            mark(node.args[0], COUNT)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             name = node.func.attr
             owner = node.func.value
