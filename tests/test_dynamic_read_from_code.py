@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 
 MODULE = "fixtures/dynamic/read_from_code.py"
 REACHED = ("FirstRows", "NarrowAlong", "ClampScaled", "SolveFor", "CrossWith", "PairLinear", "ScaledBy", "CastOnto",
-           "LeadingColumns")
+           "LeadingColumns", "WithOptions")
 
 
 @pytest.fixture(scope="module")
@@ -130,3 +130,8 @@ def test_a_dtype_and_a_device_named_so_are_passed_as_such(run):
 def test_a_parameter_made_an_int_is_a_count(run):
     report, _ = run
     assert "K=2, J=2" in detail(report, "LeadingColumns"), report["LeadingColumns"]
+
+
+def test_a_parameter_annotated_as_a_dict_is_an_empty_one(run):
+    report, _ = run
+    assert "options={}" in detail(report, "WithOptions"), report["WithOptions"]

@@ -439,6 +439,8 @@ def prepare(value: Any, device: str) -> Any:
         value = value.tensor
     elif isinstance(value, synthesis.TorchDtype):
         return getattr(torch, value.name)
+    elif isinstance(value, synthesis.NewDict):
+        return {}
     elif isinstance(value, synthesis.RunDevice):
         return torch.device(device)
     if not isinstance(value, torch.Tensor):

@@ -98,6 +98,15 @@ class TorchDtype:
 
 
 @dataclass(frozen=True)
+class NewDict:
+    """An empty dict, a new one for each call (``inputs.prepare`` builds it): options a forward
+    reads with ``.get(key, default)``."""
+
+    def __repr__(self) -> str:
+        return "{}"
+
+
+@dataclass(frozen=True)
 class RunDevice:
     """The device the checks run on, as a ``torch.device`` (``inputs.prepare`` builds it)."""
 
@@ -227,6 +236,8 @@ def classify(parameter: inspect.Parameter) -> Optional[list[Slot]]:
         return [Slot(name, "value", (0.5,))]
     if annotation in ("bool", "builtins.bool"):
         return [Slot(name, "value", (False, True))]
+    if re.fullmatch(r"(?:typing\.)?dict(?:\[.*\])?", annotation):  # `config: Dict`: options by key
+        return [Slot(name, "value", (NewDict(),))]
     if re.fullmatch(r"(?:torch\.)?dtype", annotation):
         return [Slot(name, "value", (TorchDtype(),))]
     if re.fullmatch(r"(?:torch\.)?device|str \| (?:torch\.)?device|(?:torch\.)?device \| str", annotation):
