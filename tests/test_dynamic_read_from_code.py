@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 
 MODULE = "fixtures/dynamic/read_from_code.py"
 REACHED = ("FirstRows", "NarrowAlong", "ClampScaled", "SolveFor", "CrossWith", "PairLinear", "ScaledBy", "CastOnto",
-           "LeadingColumns", "WithOptions")
+           "LeadingColumns", "WithOptions", "SampleVolume")
 
 
 @pytest.fixture(scope="module")
@@ -135,3 +135,11 @@ def test_a_parameter_made_an_int_is_a_count(run):
 def test_a_parameter_annotated_as_a_dict_is_an_empty_one(run):
     report, _ = run
     assert "options={}" in detail(report, "WithOptions"), report["WithOptions"]
+
+
+def test_ranks_and_a_last_size_that_forward_asserts_are_taken(run):
+    report, _ = run
+    shapes = report["SampleVolume"]["inputs"]["shapes"]
+    volume, grid = (shape.strip() for shape in shapes.split("),"))
+    assert volume.count(",") == 4 and grid.count(",") == 4, shapes  # five dimensions each
+    assert grid.rstrip(")").endswith("3"), shapes

@@ -1333,16 +1333,29 @@ def _shape_read(node: ast.AST) -> Optional[str]:
 
 def read_ranks(cls: type, slots: list[Slot]) -> list[Slot]:
     """The slots with a float tensor's rank where forward's code fixes it: ``N, C, H, W = x.shape``
-    unpacks exactly four dimensions (a guess of two raises "not enough values to unpack"), and
-    ``x[:, :, None, :]`` indexes at least three. Indexing with ``...`` says nothing of the rank."""
+    unpacks exactly four dimensions (a guess of two raises "not enough values to unpack"),
+    ``assert x.ndim == 5`` (``x.dim()``, ``len(x.shape)``) says five, and ``x[:, :, None, :]``
+    indexes at least three. Indexing with ``...`` says nothing of the rank. A size compared with a
+    number at the last index of that rank (``assert grid.shape[4] == 3``) is the last size."""
     floats = {slot.name for slot in slots if slot.kind == FLOAT and slot.shape is None}
     function = forward_function(cls) if floats else None
     if function is None:
         return slots
     exact: dict[str, int] = {}
     indexed: dict[str, Optional[int]] = {}
+    sizes: dict[str, dict[int, int]] = {}  # `x.shape[i] == c`, i >= 0
     for node in ast.walk(function):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], (ast.Tuple, ast.List)):
+        if isinstance(node, ast.Compare) and len(node.comparators) == 1 and isinstance(node.ops[0], ast.Eq):
+            for side, other in ((node.left, node.comparators[0]), (node.comparators[0], node.left)):
+                if not (isinstance(other, ast.Constant) and type(other.value) is int):
+                    continue
+                name = _rank_read(side)
+                if name in floats and 1 <= other.value <= MAX_READ_RANK:
+                    exact.setdefault(name, other.value)
+                read = _size_read_at(side)
+                if read is not None and read[0] in floats and 2 <= other.value <= MAX_COMPARED_LAST:
+                    sizes.setdefault(read[0], {}).setdefault(read[1], other.value)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], (ast.Tuple, ast.List)):
             elements = node.targets[0].elts
             name = _shape_read(node.value)
             if name in floats and not any(isinstance(element, ast.Starred) for element in elements):
@@ -1358,9 +1371,40 @@ def read_ranks(cls: type, slots: list[Slot]) -> list[Slot]:
             indexed[name] = max(count, indexed.get(name) or 0)
     if not exact and not any(indexed.values()):
         return slots
-    return [replace(slot, rank=exact[slot.name]) if slot.name in exact and slot.kind == FLOAT
+    last = {name: sizes[name][rank - 1] for name, rank in exact.items() if rank - 1 in sizes.get(name, {})}
+    return [replace(slot, rank=exact[slot.name], last=slot.last if slot.last is not None else last.get(slot.name))
+            if slot.name in exact and slot.kind == FLOAT
             else replace(slot, min_rank=indexed[slot.name]) if slot.kind == FLOAT and (indexed.get(slot.name) or 0) > 2
             else slot for slot in slots]
+
+
+MAX_READ_RANK = 6
+
+
+def _rank_read(node: ast.AST) -> Optional[str]:
+    """The name whose rank ``node`` reads: ``x.ndim``, ``x.dim()``, ``len(x.shape)``."""
+    if isinstance(node, ast.Attribute) and node.attr == "ndim" and isinstance(node.value, ast.Name):
+        return node.value.id
+    if isinstance(node, ast.Call) and not node.args and isinstance(node.func, ast.Attribute) \
+            and node.func.attr in ("dim", "ndimension") and isinstance(node.func.value, ast.Name):
+        return node.func.value.id
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len" \
+            and len(node.args) == 1:
+        return _shape_read(node.args[0])
+    return None
+
+
+def _size_read_at(node: ast.AST) -> Optional[tuple[str, int]]:
+    """(name, i) where ``node`` reads size i >= 0 of a name: ``x.shape[i]``, ``x.size(i)``."""
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and type(node.slice.value) is int \
+            and node.slice.value >= 0:
+        name = _shape_read(node.value)
+        return (name, node.slice.value) if name else None
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "size" \
+            and len(node.args) == 1 and isinstance(node.args[0], ast.Constant) and type(node.args[0].value) is int \
+            and node.args[0].value >= 0 and isinstance(node.func.value, ast.Name):
+        return node.func.value.id, node.args[0].value
+    return None
 
 
 def _values_used_as_tensors(cls: type, slots: list[Slot]) -> list[Slot]:
