@@ -263,23 +263,7 @@ def _callers(cls: type, module: Any, files: list[str]) -> Iterator[tuple[str, Ca
     built with its defaults and then on instances of its subclasses, then the callers of those
     module-level functions."""
     for caller_module, owner, name in _caller_sites(cls, module, files):
-        if owner is None:
-            function = getattr(caller_module, name, None)
-            if inspect.isfunction(function) and not inspect.iscoroutinefunction(function):
-                yield f"{name}()", function
-            continue
-        holder = getattr(caller_module, owner, None)
-        if not isinstance(holder, type):
-            continue
-        if isinstance(inspect.getattr_static(holder, name, None), staticmethod):
-            yield f"{owner}.{name}()", getattr(holder, name)
-            continue
-        if not issubclass(holder, torch.nn.Module):
-            continue
-        for klass in [holder, *_subclasses(holder)]:
-            instance = _built(klass)
-            if instance is not None:
-                yield f"{klass.__name__}().{name}()", getattr(instance, name)
+        yield from _runnable(caller_module, owner, name, with_subclasses=True)
 
 
 def _caller_sites(cls: type, module: Any, files: list[str]) -> Iterator[tuple[Any, Optional[str], str]]:
@@ -381,7 +365,11 @@ def _holder_runners(holder: tuple[Optional[str], str], module: Any,
             yield from _runnable(caller_module, site[1], site[2])
 
 
-def _runnable(module: Any, owner: Optional[str], name: str) -> Iterator[tuple[str, Callable[..., Any]]]:
+def _runnable(module: Any, owner: Optional[str], name: str,
+              with_subclasses: bool = False) -> Iterator[tuple[str, Callable[..., Any]]]:
+    """``name`` of ``module`` as something to call: a function of the module, a static method of
+    its class ``owner``, or the method of an ``nn.Module`` built with its defaults (and of its
+    subclasses, ``with_subclasses``)."""
     if owner is None:
         function = getattr(module, name, None)
         if inspect.isfunction(function) and not inspect.iscoroutinefunction(function):
@@ -393,9 +381,10 @@ def _runnable(module: Any, owner: Optional[str], name: str) -> Iterator[tuple[st
     if isinstance(inspect.getattr_static(holder, name, None), staticmethod):
         yield f"{owner}.{name}()", getattr(holder, name)
     elif issubclass(holder, torch.nn.Module):
-        instance = _built(holder)
-        if instance is not None:
-            yield f"{owner}().{name}()", getattr(instance, name)
+        for klass in [holder, *(_subclasses(holder) if with_subclasses else ())]:
+            instance = _built(klass)
+            if instance is not None:
+                yield f"{klass.__name__}().{name}()", getattr(instance, name)
 
 
 def _made_while(where: tuple[str, int, int, str], run: Callable[[], Any]) -> tuple[Optional[type], Optional[tuple]]:
