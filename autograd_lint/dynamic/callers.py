@@ -89,20 +89,24 @@ def candidates(cls: type, module: Any, files: list[str], seed: int,
             if captured is None or _layout(captured) in layouts:  # the same shapes again: no new try
                 continue
             layouts.add(_layout(captured))
-            grad_positions = tuple(index for index, value in enumerate(captured)
-                                   if isinstance(value, CapturedTensor) and value.requires_grad)
-            if not grad_positions:
-                # A caller that builds its own tensors without grad (a self-test that runs forward
-                # only): forward's output would need no gradient and backward never run. Its float
-                # tensors require grad, as a guess (as for a documented example that shows forward only).
-                captured, grad_positions = _wanting_grad(captured)
-                if grad_positions:  # ("no float tensor: " for a caller without parameters)
-                    detail = f"{detail.rstrip(': ')}, its float tensors made to require grad"
-            yield Candidate("synthesized", f"through {label}, {detail}", _recipe(captured), grad_positions,
-                            shapes_known=True)
+            yield _captured_candidate(captured, label, detail)
             captures += 1
             if captures >= MAX_CAPTURES_PER_CALLER:
                 break
+
+
+def _captured_candidate(captured: tuple, label: str, detail: str) -> Candidate:
+    """The candidate of what ``apply`` got from the caller ``label``. A caller that builds its own
+    tensors without grad (a self-test that runs forward only) would leave backward uncalled: its
+    float tensors require grad, as a guess (as for a documented example that shows forward only)."""
+    grad_positions = tuple(index for index, value in enumerate(captured)
+                           if isinstance(value, CapturedTensor) and value.requires_grad)
+    if not grad_positions:
+        captured, grad_positions = _wanting_grad(captured)
+        if grad_positions:  # ("no float tensor: " for a caller without parameters)
+            detail = f"{detail.rstrip(': ')}, its float tensors made to require grad"
+    return Candidate("synthesized", f"through {label}, {detail}", _recipe(captured), grad_positions,
+                     shapes_known=True)
 
 
 def _wanting_grad(captured: tuple) -> tuple[tuple, tuple[int, ...]]:
@@ -312,6 +316,7 @@ def _caller_sites(cls: type, module: Any, files: list[str]) -> Iterator[tuple[An
 # first candidate after the declared ones (``inputs._candidates``).
 MADE_WITH: "weakref.WeakKeyDictionary[type, Candidate]" = weakref.WeakKeyDictionary()
 
+
 def made_by_calling(where: tuple[str, int, int, str], holder: tuple[Optional[str], str], module: Any,
                     files: list[str], make_inputs: Callable[[Callable[[], tuple]], Callable[[], tuple]],
                     seed: int, deadline: float) -> Optional[tuple[type, str, Optional[Candidate]]]:
@@ -332,17 +337,12 @@ def made_by_calling(where: tuple[str, int, int, str], holder: tuple[Optional[str
             cls, captured = _made_while(where, lambda: function(*arguments))
             if cls is None:
                 continue
-            detail = detail.removeprefix("no float tensor: ")
-            how = f"made by calling {label} with {detail}" if detail else f"made by calling {label}"
+            arguments_text = detail.removeprefix("no float tensor: ")
+            how = f"made by calling {label} with {arguments_text}" if arguments_text else f"made by calling {label}"
             if captured is None:
                 made = made or (cls, how, None)
                 continue
-            grad_positions = tuple(index for index, value in enumerate(captured)
-                                   if isinstance(value, CapturedTensor) and value.requires_grad)
-            if not grad_positions:
-                captured, grad_positions = _wanting_grad(captured)
-            return cls, how, Candidate("synthesized", f"through {label}, {detail}", _recipe(captured),
-                                       grad_positions, shapes_known=True)
+            return cls, how, _captured_candidate(captured, label, detail)
     return made
 
 

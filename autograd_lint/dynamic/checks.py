@@ -109,6 +109,8 @@ class RuntimeFinding:
     # AGL903: every wrong shape is a gradient for a smaller input that broadcasts to the one
     # given (a 0-d gradient for a (3, 4) input): on guessed shapes, the guess's doing (child.py).
     smaller_inputs_only: bool = False
+    # AGL903: every problem is a gradient for an input that is not a tensor: those inputs.
+    non_tensor_inputs: tuple[int, ...] = ()
     # AGL901: the failing inputs that forward does not read (``GradcheckOutcome.unread``).
     unread_inputs: tuple[int, ...] = ()
     # AGL901: the failing inputs whose disagreeing elements forward ignores (a padding).
@@ -211,7 +213,8 @@ def _run_checks(cls: type, make_inputs: Callable[[], tuple], names: list[str],
     if raw_problems:
         report.findings.append(RuntimeFinding("AGL903", "; ".join(problem.text for problem in raw_problems),
                                               tuple(dict.fromkeys(problem.kind for problem in raw_problems)),
-                                              smaller_inputs_only=all(p.for_smaller_input for p in raw_problems)))
+                                              smaller_inputs_only=all(p.for_smaller_input for p in raw_problems),
+                                              non_tensor_inputs=_non_tensor_inputs(raw_problems)))
     if blocking:  # autograd itself would raise: gradcheck would only repeat the same error
         report.skipped.append("gradcheck: backward's result is rejected by autograd (AGL903)")
         return report
@@ -465,6 +468,15 @@ class Problem(NamedTuple):
     text: str
     # A wrong shape that is a smaller input's, broadcasting to the one given (0-d for (3, 4)).
     for_smaller_input: bool = False
+    # A gradient for this input, which is not a tensor.
+    non_tensor_input: Optional[int] = None
+
+
+def _non_tensor_inputs(problems: list[Problem]) -> tuple[int, ...]:
+    """The inputs that get a gradient though they are not tensors, when that is every problem."""
+    if any(problem.non_tensor_input is None for problem in problems):
+        return ()
+    return tuple(problem.non_tensor_input for problem in problems if problem.non_tensor_input is not None)
 
 
 def raw_backward_problems(cls: type, make_inputs: Callable[[], tuple],
@@ -499,7 +511,8 @@ def raw_backward_problems(cls: type, make_inputs: Callable[[], tuple],
         if grad is None:
             continue
         if not isinstance(value, torch.Tensor):
-            problems.append(Problem("type", f"gradient {index} is not None but {what} is not a tensor"))
+            problems.append(Problem("type", f"gradient {index} is not None but {what} is not a tensor",
+                                    non_tensor_input=index))
             blocking = True
             continue
         if not value.requires_grad:
@@ -902,8 +915,9 @@ class DeviceOnly(Exception):
 
 
 # What torch raises where code needs CUDA, and an assert of the user's that demands it.
+# (Not "Expected all tensors to be on the same device": a device hard-coded in the code is its bug.)
 _NO_CUDA = re.compile(r"Torch not compiled with CUDA|Found no NVIDIA driver|no CUDA GPUs are available|"
-                      r"CUDA driver|Expected all tensors to be on the same device.*cuda", re.IGNORECASE)
+                      r"CUDA driver", re.IGNORECASE)
 _ASSERTS_CUDA = re.compile(r"\.is_cuda\b|\.device\.type\s*==\s*['\"]cuda['\"]|device\s*==\s*['\"]cuda")
 
 

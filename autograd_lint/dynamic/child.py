@@ -20,7 +20,6 @@ import importlib.util
 import inspect
 import json
 import os
-import re
 import sys
 import time
 from dataclasses import dataclass, field, replace
@@ -337,19 +336,17 @@ def _define_nested(module: Any, request: dict, skip: set, making: Callable[[dict
             continue
         read.discard(found.node.name)  # its own name: the class, inside the function as here
         bindings = nested.default_bindings(found, read, module) if read else {}
-        if bindings is None:
+        if bindings is None:  # it reads what only a run of its function gives: run it
+            by_calling = None if (found.qualname, found.node.lineno) in skip else \
+                _made_by_calling(found, module, request, filename, making)
+            if by_calling is not None:
+                cls, how = by_calling
+                made[cls] = how
+                continue
             names = ", ".join(f"`{name}`" for name in sorted(read))
-            refused[f"{found.node.name}:{found.node.lineno}"] = f"its code reads {names} of `{found.function}`"
-            if (found.qualname, found.node.lineno) not in skip:
-                by_calling = _made_by_calling(found, module, request, filename, making)
-                if by_calling is not None:
-                    cls, how = by_calling
-                    made[cls] = how
-                    del refused[f"{found.node.name}:{found.node.lineno}"]
-                elif found.holder is not None:
-                    refused[f"{found.node.name}:{found.node.lineno}"] += (
-                        ", and no call of it (or of a function of the package that calls it) with guessed "
-                        "arguments reached the class")
+            refused[f"{found.node.name}:{found.node.lineno}"] = f"its code reads {names} of `{found.function}`" + (
+                ", and no call of it (or of a function of the package that calls it) with guessed arguments "
+                "reached the class" if found.holder is not None else "")
             continue
         try:
             cls = nested.define(found, source, module, bindings)
@@ -679,22 +676,16 @@ def _promoted_reals_verdict(cls: type, inputs: Any, entry: dict) -> Optional[boo
     return verdict
 
 
-_GRADIENT_FOR_A_NUMBER = re.compile(r"gradient (\d+) is not None but .*? is not a tensor")
-
-
 def _gradients_for_guessed_numbers_only(cls: type, inputs: Any, names: list[str], finding: Any) -> bool:
     """Whether AGL903's only problems are gradients for inputs that the run guessed as numbers
     (``_guessed_numbers``): a tensor may belong there (a cost matrix named ``c``)."""
-    if not finding.kinds or any(kind != "type" for kind in finding.kinds):
-        return False
-    positions = {int(index) for index in _GRADIENT_FOR_A_NUMBER.findall(finding.message)}
-    if len(positions) != len(finding.kinds):
+    if not finding.non_tensor_inputs:
         return False
     try:
         guessed = _guessed_numbers(cls, inputs.make_inputs(), names)
     except Exception:  # noqa: BLE001 - inputs that no longer build: no doubt to add
         return False
-    return positions <= guessed
+    return set(finding.non_tensor_inputs) <= guessed
 
 
 def _guessed_numbers(cls: type, values: tuple, names: list[str]) -> set[int]:

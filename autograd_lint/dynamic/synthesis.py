@@ -87,6 +87,7 @@ FLOAT, INDEX, MASK = "float tensor", "index tensor", "mask tensor"
 SHAPE = "shape"  # a tuple of ints, resolved per plan (``shape_value``)
 MAX_VALUE_COMBINATIONS = 4
 
+
 @dataclass(frozen=True)
 class TorchDtype:
     """torch's dtype of this name, built by ``inputs.prepare`` (this module never imports torch)."""
@@ -240,8 +241,8 @@ def classify(parameter: inspect.Parameter) -> Optional[list[Slot]]:
         return [Slot(name, "value", (NewDict(),))]
     if re.fullmatch(r"(?:torch\.)?dtype", annotation):
         return [Slot(name, "value", (TorchDtype(),))]
-    if re.fullmatch(r"(?:torch\.)?device|str \| (?:torch\.)?device|(?:torch\.)?device \| str", annotation):
-        return [Slot(name, "value", (RunDevice(),))]
+    if _DEVICE_WORDS & set(_union_words(annotation)) and set(_union_words(annotation)) <= _DEVICE_WORDS | {"str"}:
+        return [Slot(name, "value", (RunDevice(),))]  # `device: torch.device`, `str | torch.device`
     if CALLABLE_NAMES.match(lower) or "callable" in annotation:
         return [Slot(name, "value", (_identity,))]
     if annotation in ("str", "builtins.str"):
@@ -254,6 +255,12 @@ def classify(parameter: inspect.Parameter) -> Optional[list[Slot]]:
 
 
 _NUMBER_WORDS = {"int": 2, "float": 0.5, "bool": False}
+_DEVICE_WORDS = {"device", "torch.device"}
+
+
+def _union_words(annotation: str) -> list[str]:
+    """The members of an annotation written as a union: ``str | torch.device`` -> both."""
+    return [word.strip() for word in annotation.split("|")]
 
 
 def _number_annotation(annotation: str) -> tuple[Any, ...]:
