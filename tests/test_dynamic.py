@@ -1113,16 +1113,21 @@ def test_iterative_forwards_get_stand_in_functions_and_are_judged_once_they_sett
     assert not [f for f in findings if f["path"].endswith("iterative_solvers.py") and f["function_class"] != "FixedPointWrong"]
 
 
-def test_segment_lengths_are_int_vectors_that_fit_a_reduction_and_an_expansion(fixture_run):
+def test_segment_lengths_and_edge_lists_index_the_first_tensor_s_rows(fixture_run):
     # fixtures/dynamic/segments.py: `lengths` over x's 3 rows, summing to 3, one per row of g too.
     _, findings, report = fixture_run
     for name, first in (("SegmentTotal", "x"), ("SegmentTotalWrong", "x"), ("SegmentSpread", "g")):
         entry = function(report, name)
         assert entry["status"] == "checked" and "gradcheck" in entry["ran"], name
         assert entry["inputs"]["detail"] == f"same (3, 4): {first} (3, 4), lengths=[2, 1, 0]"
+    for name in ("MessagePassing", "MessagePassingWrong"):  # `edge_index`: a (2, E) edge list of x's rows
+        entry = function(report, name)
+        assert entry["status"] == "checked" and "gradcheck" in entry["ran"], name
+        assert entry["inputs"]["detail"] == "same (3, 4): x (3, 4), edge_index (2, 6) int64 (edges between the 3 rows)"
     wrong = runtime(findings, "segments.py", "AGL901")
-    assert set(wrong) == {"SegmentTotalWrong"} and wrong["SegmentTotalWrong"]["severity"] == "error"
-    assert not [f for f in findings if f["path"].endswith("segments.py") and f["function_class"] != "SegmentTotalWrong"]
+    assert set(wrong) == {"SegmentTotalWrong", "MessagePassingWrong"}
+    assert {entry["severity"] for entry in wrong.values()} == {"error"}
+    assert not [f for f in findings if f["path"].endswith("segments.py") and f["function_class"] not in wrong]
 
 
 def test_the_packages_docstring_examples_build_what_no_guess_can(fixture_run):

@@ -87,6 +87,7 @@ from autograd_lint.examples import TensorSpec
 
 FLOAT, INDEX, MASK = "float tensor", "index tensor", "mask tensor"
 LENGTHS = "segment lengths"  # an integer vector of segment lengths over the first tensor's rows
+EDGES = "edge list"  # a graph's edges as a (2, E) integer tensor of the first tensor's rows (``edge_index``)
 SHAPE = "shape"  # a tuple of ints, resolved per plan (``shape_value``)
 MAX_VALUE_COMBINATIONS = 4
 
@@ -253,6 +254,8 @@ def classify(parameter: inspect.Parameter) -> Optional[list[Slot]]:
         optional = bool(re.search(r"\boptional\b|\bnone\b", annotation))
         if _LENGTH_NAMES.match(lower):
             return [Slot(name, LENGTHS, SEGMENTATIONS, optional=optional)]
+        if _EDGE_NAMES.match(lower):
+            return [Slot(name, EDGES, optional=optional)]
         if lower in INDEX_NAMES or "long" in annotation:
             return [Slot(name, INDEX, optional=optional)]
         return [Slot(name, MASK if lower in MASK_NAMES else FLOAT, optional=optional)]
@@ -284,6 +287,8 @@ def classify(parameter: inspect.Parameter) -> Optional[list[Slot]]:
         return None
     if _LENGTH_NAMES.match(lower):
         return [Slot(name, LENGTHS, SEGMENTATIONS)]
+    if _EDGE_NAMES.match(lower):
+        return [Slot(name, EDGES)]
     if lower in INDEX_NAMES:
         return [Slot(name, INDEX)]
     if lower in MASK_NAMES:
@@ -299,6 +304,9 @@ _NUMBER_WORDS = {"int": 2, "float": 0.5, "bool": False}
 # shows), then a segment per row.
 _LENGTH_NAMES = re.compile(r"^(?:lengths|lens|seg_?lengths|segment_?lengths|segment_?sizes|seg_?sizes)$")
 SEGMENTATIONS = ("uneven", "one per row")
+# A graph's edges, as graph libraries pass them: `edge_index[0]` the sources, `edge_index[1]` the
+# targets, each a row of the node features (the first tensor).
+_EDGE_NAMES = re.compile(r"^(?:edge_?index|edge_?indices|edges_?index)$")
 # `Callable[...]`, `typing.Callable[...]`, `collections.abc.Callable`, `Optional[Callable[...]]`
 _CALLABLE_ANNOTATION = re.compile(r"^(?:(?:typing\.)?optional\[)?(?:typing\.|collections\.abc\.)?callable\b")
 _DEVICE_WORDS = {"device", "torch.device"}
@@ -593,6 +601,11 @@ def _arguments(slots: list[Slot], plan: Plan, values: tuple, low: float, high: f
             lengths = (2, *[1] * (rows - 2), 0) if next(value_iter) == "uneven" and rows >= 2 else (1,) * rows
             arguments.append(SegmentLengths(lengths, slot.dtype))
             described.append(f"{slot.name}={list(lengths)}" + ("" if slot.dtype == "int64" else f" {slot.dtype}"))
+        elif slot.kind == EDGES:
+            rows = (first_shape or (plan.shape_of(0, first_float) if first_float else (3, 4)) or (3,))[0]
+            shape = (2, 2 * rows)  # more edges than nodes: some node gathers from two
+            arguments.append(TensorSpec(shape, dtype=slot.dtype, low=0, high=rows))
+            described.append(f"{slot.name} {shape} {slot.dtype} (edges between the {rows} rows)")
         elif slot.kind == INDEX:
             # 1-D over the first dimension, values valid as a row index and as a class index.
             base = first_shape or (3, 4)
@@ -1717,7 +1730,7 @@ def _with_dtypes(parameters: list[inspect.Parameter], slots: list[Slot], errors:
         for slot in slots:
             counted = slot.kind == FLOAT and _guessed_tensor(parameters, slot) and \
                 (slot.name == named or _COUNT_NAMES.search(slot.name.lower()))
-            if slot.kind == LENGTHS:
+            if slot.kind in (LENGTHS, EDGES):
                 changed.append(replace(slot, dtype=dtype))
             elif slot.kind == INDEX or counted:
                 changed.append(replace(slot, kind=INDEX, dtype=dtype, rank=None, min_rank=None))
