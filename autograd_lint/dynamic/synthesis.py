@@ -841,6 +841,8 @@ def more_tries(parameters: list[inspect.Parameter], slots: list[Slot], errors: l
 
     - a plain value guessed from the parameter's name that forward uses as a tensor (``'float'
       object is not subscriptable``) becomes a float tensor;
+    - a flag guessed one way that an error names (``training=False``: "Provide training=True if
+      using backward") is set the other way;
     - inputs that forward refuses gradients for (its error names them, or else each in turn)
       are passed without requires_grad: the checks then judge the other inputs only;
     - for the slots as they are and for each variant: one tensor as a column (3, 1) (a length
@@ -860,6 +862,7 @@ def more_tries(parameters: list[inspect.Parameter], slots: list[Slot], errors: l
         # (`scale`), as a tensor.
         variants.extend((variant, False) for variant in itertools.chain(
             _without_grad(slots, refusals), _without_grad(as_tensors or [], refusals)))
+    variants.extend((variant, False) for variant in _flags_named_in(slots, text))
     if _UNUSED_IN_GRAPH.search(text):
         mixing = _with_mixing_stand_ins(slots)
         if mixing is not None:
@@ -886,6 +889,15 @@ def more_tries(parameters: list[inspect.Parameter], slots: list[Slot], errors: l
 # Backward differentiated what a stand-in callable returned for an argument it ignores (the
 # identity's f(z, x) does not depend on x).
 _UNUSED_IN_GRAPH = re.compile(r"appears to not have been used in the graph")
+
+
+def _flags_named_in(slots: list[Slot], text: str) -> Iterator[list[Slot]]:
+    """A flag guessed one way (``training=False``) that an error names ("Provide training=True if
+    using backward"), set the other way: one variant per flag named."""
+    for position, slot in enumerate(slots):
+        if slot.kind == "value" and len(slot.values) == 1 and isinstance(slot.values[0], bool) \
+                and re.search(rf"(?<![\w.]){re.escape(slot.name)}\b", text):
+            yield [*slots[:position], replace(slot, values=(not slot.values[0],)), *slots[position + 1:]]
 
 
 def _with_mixing_stand_ins(slots: list[Slot]) -> Optional[list[Slot]]:
