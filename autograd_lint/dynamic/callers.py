@@ -69,11 +69,15 @@ class Caller:
 
 def candidates(cls: type, module: Any, files: list[str], seed: int,
                make_inputs: Callable[[Callable[[], tuple]], Callable[[], tuple]],
-               deadline: float = math.inf) -> Iterator[Candidate]:
+               deadline: float = math.inf, plain_classes: bool = False) -> Iterator[Candidate]:
     """Candidates whose arguments a caller of ``cls.apply`` built. ``make_inputs`` turns a
     synthesized recipe into fresh float64 inputs that require grad (``inputs.make_inputs_factory``);
-    no caller is called after ``deadline`` (``time.monotonic()``: the search's budget)."""
-    for label, function in itertools.islice(_callers(cls, module, files), MAX_CALLERS):
+    no caller is called after ``deadline`` (``time.monotonic()``: the search's budget).
+    ``plain_classes``: the methods of the package's plain classes instead (an operator, a solver,
+    built from their constructors' defaults), which ``inputs`` tries after the error-led second
+    tries: an object built from defaults holds guesses too (a group element that is no unit
+    quaternion), where a retry that the errors led may have got the input right."""
+    for label, function in itertools.islice(_callers(cls, module, files, plain_classes), MAX_CALLERS):
         captures = 0
         layouts: set[tuple] = set()
         for arguments, detail in _caller_arguments(function, make_inputs):
@@ -256,13 +260,14 @@ _LARGER = {1: (16,), 2: (8, 16), 3: (1, 8, 16), 4: (1, 1, 8, 16), 5: (1, 1, 1, 8
 
 # --- finding the callers --------------------------------------------------------------------------
 
-def _callers(cls: type, module: Any, files: list[str]) -> Iterator[tuple[str, Callable[..., Any]]]:
+def _callers(cls: type, module: Any, files: list[str],
+             plain_classes: bool = False) -> Iterator[tuple[str, Callable[..., Any]]]:
     """(label, callable) for each function of the package that calls ``cls.apply``: module-level
     functions and static methods first, then the methods of ``nn.Module`` classes, on an instance
     built with its defaults and then on instances of its subclasses, then the callers of those
     module-level functions."""
     for caller_module, owner, name in _caller_sites(cls, module, files):
-        yield from _runnable(caller_module, owner, name, with_subclasses=True)
+        yield from _runnable(caller_module, owner, name, with_subclasses=True, plain_classes=plain_classes)
 
 
 def _caller_sites(cls: type, module: Any, files: list[str]) -> Iterator[tuple[Any, Optional[str], str]]:
@@ -360,12 +365,16 @@ def _holder_runners(holder: tuple[Optional[str], str], module: Any,
             yield from _runnable(caller_module, site[1], site[2])
 
 
-def _runnable(module: Any, owner: Optional[str], name: str,
-              with_subclasses: bool = False) -> Iterator[tuple[str, Callable[..., Any]]]:
+def _runnable(module: Any, owner: Optional[str], name: str, with_subclasses: bool = False,
+              plain_classes: Optional[bool] = None) -> Iterator[tuple[str, Callable[..., Any]]]:
     """``name`` of ``module`` as something to call: a function of the module, a static or class
     method of its class ``owner``, or the method of an instance built from the constructor's
     defaults (``objects.built``: an ``nn.Module`` in float64, or a plain class of the package:
-    an operator, a solver, a layer that is no module), and of its subclasses (``with_subclasses``)."""
+    an operator, a solver, a layer that is no module), and of its subclasses (``with_subclasses``).
+    ``plain_classes``: True for only the plain classes' methods, False for all but them, None for
+    all (a class that a function makes when it runs)."""
+    if plain_classes and owner is None:  # a function of the module: not a plain class's method
+        return
     if owner is None:
         function = getattr(module, name, None)
         if inspect.isfunction(function) and not inspect.iscoroutinefunction(function):
@@ -375,9 +384,12 @@ def _runnable(module: Any, owner: Optional[str], name: str,
     if not isinstance(holder, type):
         return
     declared = inspect.getattr_static(holder, name, None)
+    plain = not issubclass(holder, torch.nn.Module) and not isinstance(declared, (staticmethod, classmethod))
+    if plain_classes is not None and plain != plain_classes:
+        return
     if isinstance(declared, (staticmethod, classmethod)):
         yield f"{owner}.{name}()", getattr(holder, name)
-    elif inspect.isfunction(declared) and (issubclass(holder, torch.nn.Module) or synthesis.own_class(holder)):
+    elif inspect.isfunction(declared) and (not plain or synthesis.own_class(holder)):
         for klass in [holder, *(objects.subclasses(holder) if with_subclasses else ())]:
             instance = objects.built_exactly(klass)
             if instance is not None:

@@ -111,6 +111,8 @@ def choose_inputs(cls: type, module: Any, call_site_files: list[str], config_exa
         if errors:
             yield from synthesis.retry_candidates(cls, errors, numbers)
             yield from structure.retry_candidates(cls, errors)
+        yield from callers.candidates(cls, module, call_site_files, SEED,
+                                      lambda recipe: make_inputs_factory(recipe, device), deadline, plain_classes=True)
         yield from large
 
     for candidate in candidates():
