@@ -1130,6 +1130,17 @@ def test_segment_lengths_and_edge_lists_index_the_first_tensor_s_rows(fixture_ru
     assert not [f for f in findings if f["path"].endswith("segments.py") and f["function_class"] not in wrong]
 
 
+def test_a_failure_on_guesses_that_the_package_s_own_inputs_pass_is_a_warning(fixture_run):
+    # fixtures/dynamic/padded_inputs.py: backward right only on the zero-padded `u` its caller passes.
+    _, findings, report = fixture_run
+    for name, caller in (("PaddedProduct", "padded_product()"), ("PaddedProductWrong", "padded_product_wrong()")):
+        assert f"gradcheck on what the package passes ({caller})" in function(report, name)["ran"]
+    found = {(f["function_class"], f["code"], f["severity"]) for f in findings if f["path"].endswith("padded_inputs.py")}
+    assert found == {("PaddedProduct", "AGL901", "warning"), ("PaddedProductWrong", "AGL901", "error")}
+    warning = next(f for f in findings if f["function_class"] == "PaddedProduct")
+    assert "(not certain: on what the package itself passes (padded_product()) gradcheck passes" in warning["message"]
+
+
 def test_the_packages_docstring_examples_build_what_no_guess_can(fixture_run):
     # fixtures/dynamic/documented_examples.py: a residual function, a rule object; the `>>>`
     # lines of the public function's (or the class's) docstring reach apply.

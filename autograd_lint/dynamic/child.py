@@ -18,6 +18,7 @@ import gc
 import importlib
 import importlib.util
 import inspect
+import itertools
 import json
 import os
 import re
@@ -215,9 +216,27 @@ def check_class(cls: type, module: Any, request: dict, device: str, entry: dict)
         chosen = inputs.chosen
         entry["inputs"] = {"source": chosen.source, "detail": chosen.detail, "shapes": chosen.shapes}
         entry["inputs_seconds"] = round(time.perf_counter() - started, 4)
-        _run_runtime_checks(cls, chosen, device, entry)
+        _run_runtime_checks(cls, chosen, device, entry, _package_inputs(cls, module, request))
     entry["seconds"] = round(time.perf_counter() - started, 4)
     return inputs
+
+
+def _package_inputs(cls: type, module: Any, request: dict) -> Callable[[], Optional[Any]]:
+    """What the package itself passes to ``apply``, asked for only where a guess failed: the first
+    candidate of its documented examples, then of its callers (``callers``), or None."""
+
+    def first() -> Optional[Any]:
+        from autograd_lint.dynamic import callers
+        from autograd_lint.dynamic.inputs import SEARCH_BUDGET_S, SEED, make_inputs_factory
+
+        files = request.get("call_site_files", [])
+        deadline = time.monotonic() + SEARCH_BUDGET_S
+        return next(itertools.chain(
+            callers.example_candidates(cls, module, files, SEED, deadline),
+            callers.candidates(cls, module, files, SEED, lambda recipe: make_inputs_factory(recipe, "cpu"), deadline)),
+            None)
+
+    return first
 
 
 def _device(requested: str) -> Optional[str]:
@@ -500,7 +519,8 @@ def class_entry(cls: type) -> dict:
             "inputs": None, "reason": "", "runtime_findings": [], "ran": [], "skipped": []}
 
 
-def _run_runtime_checks(cls: type, inputs: Any, device: str, entry: dict) -> None:
+def _run_runtime_checks(cls: type, inputs: Any, device: str, entry: dict,
+                        package_inputs: Callable[[], Optional[Any]] = lambda: None) -> None:
     from autograd_lint.dynamic import checks
     from autograd_lint.dynamic.inputs import forward_problem, make_inputs_factory
     from autograd_lint.dynamic.synthesis import forward_parameters
@@ -531,7 +551,7 @@ def _run_runtime_checks(cls: type, inputs: Any, device: str, entry: dict) -> Non
         found = []
     entry["check_seconds"] = round(time.perf_counter() - started, 4)
     found = [_uncertain(f, inputs.guessed_constants) for f in found]
-    found = _uncertain_on_guesses(cls, inputs, names, found, entry)
+    found = _uncertain_on_guesses(cls, inputs, names, found, entry, package_inputs)
     entry["runtime_findings"] = [{"code": f.code, "message": f.message, "kinds": list(f.kinds), "level": f.level}
                                  for f in found]
 
@@ -566,7 +586,8 @@ def _variadic(cls: type) -> str:
                  if parameter.kind == inspect.Parameter.VAR_POSITIONAL), "")
 
 
-def _uncertain_on_guesses(cls: type, inputs: Any, names: list[str], found: list, entry: dict) -> list:
+def _uncertain_on_guesses(cls: type, inputs: Any, names: list[str], found: list, entry: dict,
+                          package_inputs: Callable[[], Optional[Any]] = lambda: None) -> list:
     """On synthesized inputs, the errors that a guess, not backward, may have caused become
     warnings: an unknown never makes an error.
 
@@ -657,6 +678,12 @@ def _uncertain_on_guesses(cls: type, inputs: Any, names: list[str], found: list,
                 "gradient: the class may presume a coupling with another input that the guessed inputs lack "
                 "(a factorization of a matrix beside it) or pass a surrogate's gradient on purpose; declare an "
                 "@example to check it on real inputs)")))
+        elif finding.code == "AGL901" and (passed_on := _passes_on_the_package_s_inputs(cls, inputs, names, entry,
+                                                                                          package_inputs)):
+            result.append(replace(finding, level="warning", message=(
+                f"{finding.message} (not certain: on what the package itself passes ({passed_on}) "
+                "gradcheck passes, so the guessed inputs may be ones the class is never given, such as an input "
+                "without the padding its callers add; declare an @example to check it on real inputs)")))
         elif finding.code == "AGL901" and _passes_with_unit_numbers(cls, inputs, names, entry):
             guessed = _guessed_numbers(cls, inputs.make_inputs(), names)
             numbers = ", ".join(f"`{name}`" for index, name in enumerate(names) if index in guessed)
@@ -738,6 +765,32 @@ def _iteration_settings(cls: type, values: tuple, names: list[str]) -> dict[int,
         elif isinstance(value, float) and _TOLERANCE.match(name):
             settings[index] = CONVERGED_TOLERANCE
     return settings
+
+
+def _passes_on_the_package_s_inputs(cls: type, inputs: Any, names: list[str], entry: dict,
+                                    package_inputs: Callable[[], Optional[Any]]) -> Optional[str]:
+    """gradcheck on what the package's own examples or callers pass to ``apply`` (``package_inputs``),
+    where the inputs were guessed from the signature alone: where it passes there, those inputs'
+    label (``expm()``, ``the docstring example of X``), else None."""
+    from autograd_lint.dynamic import checks
+    from autograd_lint.dynamic.inputs import forward_problem, make_inputs_factory
+
+    if inputs.detail.startswith("through ") or "docstring example" in inputs.detail:
+        return None  # the package's own inputs already
+    try:
+        candidate = package_inputs()
+        if candidate is None:
+            return None
+        make = make_inputs_factory(candidate.recipe, "cpu")
+        if forward_problem(cls, make) is not None:
+            return None
+        again = checks.run_checks(cls, make, names, "")
+    except BaseException:  # noqa: B036 - the user's code under check can raise anything
+        return None
+    label = candidate.detail.split(",")[0].removeprefix("through ")
+    entry["ran"].append(f"gradcheck on what the package passes ({label})")
+    passed = "gradcheck" in again.ran and not any(f.code == "AGL901" for f in again.findings)
+    return label if passed else None
 
 
 def _range_stop(call: ast.Call) -> Optional[str]:
