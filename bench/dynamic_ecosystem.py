@@ -108,12 +108,12 @@ this torch). open-analog-nn installs as `spice`, quanta-sdk as `quanta`, xnns as
     /tmp/venv-blind13/bin/pip uninstall -y torchvision torchaudio
     PYTHONPATH=. /tmp/venv-blind13/bin/python bench/dynamic_ecosystem.py run --batch blind13 --out /tmp/blind13-now
 
-`--batch blind14` selects the fourteenth blind batch (issue 29's measure, again): twenty-one more pure-PyTorch packages,
-in an environment of their own (bench/dynamic-blind14-constraints.txt, torch pinned). pytest is a need torch-named-linops
-does not declare (torchlinops/__init__ imports it), and torchvision and torchaudio, which four of the packages pull in,
-are removed (not built for this torch). arti-fit installs as `arti`, torch-linops as `linops`, torch-named-linops as
-`torchlinops`, mirai-compiler as `mirai`, gaf-microbatch-pytorch as `GAF_microbatch_pytorch`, rr-layer as `RR_layer`,
-basisconvolution as `BasisConvolution`::
+`--batch blind14` selects the fourteenth blind batch (issue 29's measure, again): twenty-one more pure-PyTorch
+packages, in an environment of their own (bench/dynamic-blind14-constraints.txt, torch pinned). pytest is a need
+torch-named-linops does not declare (torchlinops/__init__ imports it), and torchvision and torchaudio, which four of
+the packages pull in, are removed (not built for this torch). arti-fit installs as `arti`, torch-linops as `linops`,
+torch-named-linops as `torchlinops`, mirai-compiler as `mirai`, gaf-microbatch-pytorch as `GAF_microbatch_pytorch`,
+rr-layer as `RR_layer`, basisconvolution as `BasisConvolution`::
 
     python3 -m venv /tmp/venv-blind14
     /tmp/venv-blind14/bin/pip install -e . torch==2.13.0 -c bench/dynamic-blind14-constraints.txt \
