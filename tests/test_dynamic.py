@@ -227,8 +227,8 @@ def test_synthesis_tries_index_columns_masks_and_leaving_optional_tensors_out(fi
     _, findings, report = fixture_run
     gather = function(report, "TargetLogProb")
     assert gather["inputs"]["shapes"] == "(3, 4), (3, 1) int64, (3, 4) bool"
-    segments = function(report, "SegmentSum")
-    assert segments["inputs"]["shapes"] == "(3, 4), None"
+    segments = function(report, "SegmentSum")  # `lengths: Optional[Tensor]`, split by: segment lengths
+    assert segments["inputs"]["shapes"] == "(3, 4), (3,) int64"
     gram = function(report, "BatchedGram")  # `batch, rows, cols = x.size()`, then `assert rows == cols`
     assert gram["inputs"]["shapes"] == "(3, 4, 4)"
     stated = function(report, "MatrixTimesVector")  # `K : Tensor [n, n]`, `z : Tensor [n]`
@@ -1068,6 +1068,66 @@ def test_apply_arguments_that_no_guess_can_be_are_captured_from_the_package_s_ca
     # symmetrized backward is right (off it, a false AGL901). once_differentiable under
     # custom_bwd is seen: no gradgradcheck.
     assert not [f for f in findings if f["path"].endswith("through_callers.py") and f["function_class"] != "PlannedScaleWrong"]
+
+
+def test_objects_of_the_package_s_classes_are_built_from_their_constructors(fixture_run):
+    # fixtures/dynamic/built_objects.py: a parameter annotated with a settings dataclass, a mode
+    # Enum (as text), an abstract operator; a caller that is a plain class's method.
+    _, findings, report = fixture_run
+    names = ("Powered", "PoweredWrong", "ByMode", "Applied", "_Migration", "_MigrationWrong")
+    for name in names:
+        assert function(report, name)["status"] == "checked" and "gradcheck" in function(report, name)["ran"], name
+    shapes = {name: function(report, name)["inputs"]["shapes"] for name in names}
+    assert shapes["Powered"].endswith("Settings(gain=1.5, power=2)")  # the dataclass's own defaults
+    assert shapes["ByMode"].endswith("<Mode.DOUBLE: 2>")  # the Enum's first member
+    assert shapes["Applied"].endswith("a Diagonal")  # the abstract class's first subclass that builds
+    assert function(report, "_Migration")["inputs"]["detail"].startswith("through MigrationOperator().migrate(), ")
+    wrong = runtime(findings, "built_objects.py", "AGL901")
+    assert set(wrong) == {"PoweredWrong", "_MigrationWrong"}
+    assert {entry["severity"] for entry in wrong.values()} == {"error"}
+    assert not [f for f in findings if f["path"].endswith("built_objects.py")
+                and f["function_class"] not in ("PoweredWrong", "_MigrationWrong")]
+    # An object that needs another object (a model) is not made up: the class is not checked, and
+    # the reason names the class that could not be built.
+    needy = function(report, "NeedsNetwork")
+    assert needy["status"] == "no-inputs" and "no Network could be built from its constructor" in needy["reason"]
+
+
+def test_iterative_forwards_get_stand_in_functions_and_are_judged_once_they_settle(fixture_run):
+    # fixtures/dynamic/iterative_solvers.py: `func: Callable[[Tensor, Tensor], Tensor]` is a
+    # callable (it names tensors); a fixed point's f(z, x) must depend on x (the mixing stand-in);
+    # two guessed iterations do not settle, sixty do.
+    _, findings, report = fixture_run
+    fixed, inverse = function(report, "FixedPoint"), function(report, "Inverse")
+    assert fixed["inputs"]["detail"] == "same (3, 4): func=tanh mixing, x (3, 4), max_iter=2, tol=0.5"
+    assert "gradcheck with the iterations left to settle (max_iter=60, tol=1e-12)" in fixed["ran"]
+    assert inverse["inputs"]["detail"] == "same (3, 4): f=identity, y (3, 4), n=2"  # n counts a `range(n)` loop
+    assert "gradcheck with the iterations left to settle (n=60)" in inverse["ran"]
+    for entry in (fixed, inverse):
+        assert entry["status"] == "checked" and entry["runtime_findings"] == []
+    # Unsettled, the bisection's output steps: no straight-through label for it either (AGL908 is
+    # off by default, so the report's own list is what shows it).
+    assert "AGL908" not in inverse["runtime_findings"]
+    wrong = runtime(findings, "iterative_solvers.py", "AGL901")
+    assert set(wrong) == {"FixedPointWrong"} and wrong["FixedPointWrong"]["severity"] == "error"
+    assert not [f for f in findings if f["path"].endswith("iterative_solvers.py") and f["function_class"] != "FixedPointWrong"]
+
+
+def test_segment_lengths_and_edge_lists_index_the_first_tensor_s_rows(fixture_run):
+    # fixtures/dynamic/segments.py: `lengths` over x's 3 rows, summing to 3, one per row of g too.
+    _, findings, report = fixture_run
+    for name, first in (("SegmentTotal", "x"), ("SegmentTotalWrong", "x"), ("SegmentSpread", "g")):
+        entry = function(report, name)
+        assert entry["status"] == "checked" and "gradcheck" in entry["ran"], name
+        assert entry["inputs"]["detail"] == f"same (3, 4): {first} (3, 4), lengths=[2, 1, 0]"
+    for name in ("MessagePassing", "MessagePassingWrong"):  # `edge_index`: a (2, E) edge list of x's rows
+        entry = function(report, name)
+        assert entry["status"] == "checked" and "gradcheck" in entry["ran"], name
+        assert entry["inputs"]["detail"] == "same (3, 4): x (3, 4), edge_index (2, 6) int64 (edges between the 3 rows)"
+    wrong = runtime(findings, "segments.py", "AGL901")
+    assert set(wrong) == {"SegmentTotalWrong", "MessagePassingWrong"}
+    assert {entry["severity"] for entry in wrong.values()} == {"error"}
+    assert not [f for f in findings if f["path"].endswith("segments.py") and f["function_class"] not in wrong]
 
 
 def test_the_packages_docstring_examples_build_what_no_guess_can(fixture_run):

@@ -22,9 +22,10 @@ MODULE = "fixtures/dynamic/coupled_retries.py"
 CHECKED = {
     "HalvePooled": "x (2, 3, 2, 4)",  # rank 4 from the unpacking, even H and W
     "HalvePooledForgotQuarter": "x (2, 3, 2, 4)",
+    "TrainingOnlyEstimate": "training=True",  # guessed False; backward's error names it
     "FilterRows": "taps (1, 1, 4)",  # a guessed constant of three dimensions, as a filter's taps
     "SpanBetween": "low (3, 2, 4)",  # not low=-0.5: forward indexes three of its dimensions
-    "MaskedByLength": "lengths (3,) int32",
+    "MaskedByLength": "lengths=[2, 1, 0] int32",  # segment lengths over x's rows, in the dtype asked
     "KeepConverged": "converged mask, all True",  # "where expected condition to be a boolean tensor"
     "StopIfSingular": "singular (1,) without grad = 0",
     "SampleAt": "input (2, 3, 5, 6), grid (2, 4, 3, 2)",

@@ -43,7 +43,7 @@ from typing import Any, Callable, Iterator, Optional
 
 import torch
 
-from autograd_lint.dynamic import structure, synthesis
+from autograd_lint.dynamic import objects, structure, synthesis
 from autograd_lint.dynamic.callsites import apply_calls, calls_of, parsed
 from autograd_lint.dynamic.candidate import Candidate, CapturedTensor
 
@@ -52,11 +52,6 @@ MAX_TRIES_PER_CALLER = 16  # the synthesized plans for the caller's own paramete
 MAX_CAPTURES_PER_CALLER = 6  # distinct shapes: a square matrix is the synthesis's sixth plan
 MAX_LARGER_TRIES = 2  # both value ranges
 MAX_STRUCTURED_TRIES = 4  # where the caller's names or docstring ask for a matrix structure
-MAX_SUBCLASSES = 3
-# A constructor parameter named like a size is a small positive size (``dim`` there is a width,
-# not the -1 of an axis).
-_SIZE_LIKE = re.compile(r"(?:^|_)(?:channels|features|dim|dims|size|width|height|depth|heads|classes|"
-                        r"length|len|units|hidden)$")
 
 
 class _Captured(BaseException):
@@ -74,11 +69,15 @@ class Caller:
 
 def candidates(cls: type, module: Any, files: list[str], seed: int,
                make_inputs: Callable[[Callable[[], tuple]], Callable[[], tuple]],
-               deadline: float = math.inf) -> Iterator[Candidate]:
+               deadline: float = math.inf, plain_classes: bool = False) -> Iterator[Candidate]:
     """Candidates whose arguments a caller of ``cls.apply`` built. ``make_inputs`` turns a
     synthesized recipe into fresh float64 inputs that require grad (``inputs.make_inputs_factory``);
-    no caller is called after ``deadline`` (``time.monotonic()``: the search's budget)."""
-    for label, function in itertools.islice(_callers(cls, module, files), MAX_CALLERS):
+    no caller is called after ``deadline`` (``time.monotonic()``: the search's budget).
+    ``plain_classes``: the methods of the package's plain classes instead (an operator, a solver,
+    built from their constructors' defaults), which ``inputs`` tries after the error-led second
+    tries: an object built from defaults holds guesses too (a group element that is no unit
+    quaternion), where a retry that the errors led may have got the input right."""
+    for label, function in itertools.islice(_callers(cls, module, files, plain_classes), MAX_CALLERS):
         captures = 0
         layouts: set[tuple] = set()
         for arguments, detail in _caller_arguments(function, make_inputs):
@@ -261,13 +260,14 @@ _LARGER = {1: (16,), 2: (8, 16), 3: (1, 8, 16), 4: (1, 1, 8, 16), 5: (1, 1, 1, 8
 
 # --- finding the callers --------------------------------------------------------------------------
 
-def _callers(cls: type, module: Any, files: list[str]) -> Iterator[tuple[str, Callable[..., Any]]]:
+def _callers(cls: type, module: Any, files: list[str],
+             plain_classes: bool = False) -> Iterator[tuple[str, Callable[..., Any]]]:
     """(label, callable) for each function of the package that calls ``cls.apply``: module-level
     functions and static methods first, then the methods of ``nn.Module`` classes, on an instance
     built with its defaults and then on instances of its subclasses, then the callers of those
     module-level functions."""
     for caller_module, owner, name in _caller_sites(cls, module, files):
-        yield from _runnable(caller_module, owner, name, with_subclasses=True)
+        yield from _runnable(caller_module, owner, name, with_subclasses=True, plain_classes=plain_classes)
 
 
 def _caller_sites(cls: type, module: Any, files: list[str]) -> Iterator[tuple[Any, Optional[str], str]]:
@@ -365,11 +365,16 @@ def _holder_runners(holder: tuple[Optional[str], str], module: Any,
             yield from _runnable(caller_module, site[1], site[2])
 
 
-def _runnable(module: Any, owner: Optional[str], name: str,
-              with_subclasses: bool = False) -> Iterator[tuple[str, Callable[..., Any]]]:
-    """``name`` of ``module`` as something to call: a function of the module, a static method of
-    its class ``owner``, or the method of an ``nn.Module`` built with its defaults (and of its
-    subclasses, ``with_subclasses``)."""
+def _runnable(module: Any, owner: Optional[str], name: str, with_subclasses: bool = False,
+              plain_classes: Optional[bool] = None) -> Iterator[tuple[str, Callable[..., Any]]]:
+    """``name`` of ``module`` as something to call: a function of the module, a static or class
+    method of its class ``owner``, or the method of an instance built from the constructor's
+    defaults (``objects.built``: an ``nn.Module`` in float64, or a plain class of the package:
+    an operator, a solver, a layer that is no module), and of its subclasses (``with_subclasses``).
+    ``plain_classes``: True for only the plain classes' methods, False for all but them, None for
+    all (a class that a function makes when it runs)."""
+    if plain_classes and owner is None:  # a function of the module: not a plain class's method
+        return
     if owner is None:
         function = getattr(module, name, None)
         if inspect.isfunction(function) and not inspect.iscoroutinefunction(function):
@@ -378,11 +383,15 @@ def _runnable(module: Any, owner: Optional[str], name: str,
     holder = getattr(module, owner, None)
     if not isinstance(holder, type):
         return
-    if isinstance(inspect.getattr_static(holder, name, None), staticmethod):
+    declared = inspect.getattr_static(holder, name, None)
+    plain = not issubclass(holder, torch.nn.Module) and not isinstance(declared, (staticmethod, classmethod))
+    if plain_classes is not None and plain != plain_classes:
+        return
+    if isinstance(declared, (staticmethod, classmethod)):
         yield f"{owner}.{name}()", getattr(holder, name)
-    elif issubclass(holder, torch.nn.Module):
-        for klass in [holder, *(_subclasses(holder) if with_subclasses else ())]:
-            instance = _built(klass)
+    elif inspect.isfunction(declared) and (not plain or synthesis.own_class(holder)):
+        for klass in [holder, *(objects.subclasses(holder) if with_subclasses else ())]:
+            instance = objects.built_exactly(klass)
             if instance is not None:
                 yield f"{klass.__name__}().{name}()", getattr(instance, name)
 
@@ -592,62 +601,6 @@ def _apply_aliases(path: str, class_name: str) -> list[str]:
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Attribute) and node.value.attr == "apply"
             and isinstance(node.value.value, ast.Name) and node.value.value.id == class_name
             for target in node.targets if isinstance(target, ast.Name)]
-
-
-def _subclasses(klass: type) -> list[type]:
-    found: list[type] = []
-    stack = list(klass.__subclasses__())
-    while stack and len(found) < MAX_SUBCLASSES:
-        sub = stack.pop(0)
-        found.append(sub)
-        stack.extend(sub.__subclasses__())
-    return found
-
-
-def _built(klass: type) -> Optional[Any]:
-    """An instance built from the constructor's defaults, with sizes and named hyper-parameters
-    for the parameters without one; None when a parameter has nothing to go on."""
-    if inspect.isabstract(klass):
-        return None
-    try:
-        parameters = list(inspect.signature(klass).parameters.values())
-    except (TypeError, ValueError):
-        return None
-    keywords: dict[str, Any] = {}
-    for parameter in parameters:
-        if parameter.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD) or \
-                parameter.default is not inspect.Parameter.empty:
-            continue
-        value = _constructor_value(parameter)
-        if value is None:
-            return None
-        keywords[parameter.name] = value
-    try:
-        # In float64, as the synthesized arguments are: a float32 filter bank would refuse them.
-        return klass(**keywords).double()
-    except Exception:  # noqa: BLE001 - the constructor wants more than defaults
-        return None
-
-
-def _constructor_value(parameter: inspect.Parameter) -> Any:
-    """A value for a constructor parameter without a default: a size, a named hyper-parameter,
-    what the annotation says, else a small count (``k``, ``n_levels``: most such parameters are);
-    None for one that names an object (a model, a solver) or is annotated as something else."""
-    if _SIZE_LIKE.search(parameter.name.lower()):
-        return 4
-    named = synthesis.named_value(parameter.name)
-    if named is not None and named != synthesis.LEADING_SIZE:
-        return named[0]
-    annotation = synthesis.annotation_text(parameter.annotation).removeprefix("builtins.")
-    if annotation:
-        return {"int": 2, "float": 0.5, "bool": False}.get(annotation)
-    if synthesis.CALLABLE_NAMES.match(parameter.name.lower()) or _OBJECT_NAME.search(parameter.name.lower()):
-        return None
-    return 2
-
-
-_OBJECT_NAME = re.compile(r"(?:^|_)(?:model|module|solver|optmodel|backend|operator|op|net|layer|fn|func|"
-                          r"function|callback|config|cfg|options|params|device|dtype|path|file|name)$")
 
 
 def _package_files(module: Any, files: list[str]) -> list[str]:

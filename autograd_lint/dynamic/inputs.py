@@ -34,7 +34,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 
 import torch
 
-from autograd_lint.dynamic import callers, callsites, structure, synthesis
+from autograd_lint.dynamic import callers, callsites, objects, structure, synthesis
 from autograd_lint.dynamic.candidate import Candidate, CapturedTensor
 from autograd_lint.dynamic.settings import from_config_value
 from autograd_lint.examples import EXAMPLES_ATTRIBUTE, TensorSpec
@@ -111,6 +111,8 @@ def choose_inputs(cls: type, module: Any, call_site_files: list[str], config_exa
         if errors:
             yield from synthesis.retry_candidates(cls, errors, numbers)
             yield from structure.retry_candidates(cls, errors)
+        yield from callers.candidates(cls, module, call_site_files, SEED,
+                                      lambda recipe: make_inputs_factory(recipe, device), deadline, plain_classes=True)
         yield from large
 
     for candidate in candidates():
@@ -443,6 +445,13 @@ def prepare(value: Any, device: str) -> Any:
         return {}
     elif isinstance(value, synthesis.RunDevice):
         return torch.device(device)
+    elif isinstance(value, synthesis.SegmentLengths):
+        return torch.tensor(value.lengths, dtype=getattr(torch, value.dtype), device=device)
+    elif isinstance(value, synthesis.BuiltObject):
+        instance = objects.built(value.klass)
+        if instance is None:
+            raise TypeError(f"no {value.klass.__name__} could be built from its constructor")
+        return instance
     if not isinstance(value, torch.Tensor):
         return value
     tensor = value.detach().clone().to(device)

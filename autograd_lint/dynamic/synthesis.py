@@ -73,10 +73,12 @@ a parameter that nothing types, and for which backward returns None, is passed w
 from __future__ import annotations
 
 import ast
+import enum
 import inspect
 import itertools
 import re
 import textwrap
+import typing
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterator, Optional
 
@@ -84,6 +86,8 @@ from autograd_lint.dynamic.candidate import Candidate
 from autograd_lint.examples import TensorSpec
 
 FLOAT, INDEX, MASK = "float tensor", "index tensor", "mask tensor"
+LENGTHS = "segment lengths"  # an integer vector of segment lengths over the first tensor's rows
+EDGES = "edge list"  # a graph's edges as a (2, E) integer tensor of the first tensor's rows (``edge_index``)
 SHAPE = "shape"  # a tuple of ints, resolved per plan (``shape_value``)
 MAX_VALUE_COMBINATIONS = 4
 
@@ -108,11 +112,38 @@ class NewDict:
 
 
 @dataclass(frozen=True)
+class SegmentLengths:
+    """An int64 vector of these lengths (``inputs.prepare`` builds it)."""
+
+    lengths: tuple[int, ...]
+    dtype: str = "int64"
+
+    def __repr__(self) -> str:
+        return str(list(self.lengths))
+
+
+@dataclass(frozen=True)
 class RunDevice:
     """The device the checks run on, as a ``torch.device`` (``inputs.prepare`` builds it)."""
 
     def __repr__(self) -> str:
         return "the run's device"
+
+
+@dataclass(frozen=True)
+class BuiltObject:
+    """An instance of one of the package's classes, which a parameter's annotation names, built
+    from its constructor for each call (``objects.built``, through ``inputs.prepare``)."""
+
+    klass: type
+
+    def __repr__(self) -> str:
+        name = self.klass.__name__
+        if isinstance(self.klass, enum.EnumMeta):
+            return f"{name}'s first member"
+        if inspect.isabstract(self.klass):
+            return f"a subclass of {name} built from its constructor"
+        return f"{name}() from its constructor's defaults"
 
 
 # Names that say "a plain value" and a value that works for most forwards that take them.
@@ -211,6 +242,9 @@ def classify(parameter: inspect.Parameter) -> Optional[list[Slot]]:
         return [Slot(f"{name}[0]", FLOAT)]
     if parameter.kind == inspect.Parameter.KEYWORD_ONLY:
         return [] if has_default else None  # apply passes positionals only
+    if _CALLABLE_ANNOTATION.match(annotation):
+        # `f: Callable[[Tensor], Tensor]` names tensors, yet is a function: the stand-ins.
+        return [Slot(name, "value", (_identity,))]
     if "tensor" in annotation and has_default and isinstance(default, (int, float)) and not isinstance(default, bool) \
             and re.search(r"\b(?:float|int)\b", annotation):
         # `factor: Tensor | float = 1e-12`: a number by default, as callers pass it (a tensor guessed
@@ -218,6 +252,10 @@ def classify(parameter: inspect.Parameter) -> Optional[list[Slot]]:
         return [Slot(name, "value", (default,))]
     if "tensor" in annotation:
         optional = bool(re.search(r"\boptional\b|\bnone\b", annotation))
+        if _LENGTH_NAMES.match(lower):
+            return [Slot(name, LENGTHS, SEGMENTATIONS, optional=optional)]
+        if _EDGE_NAMES.match(lower):
+            return [Slot(name, EDGES, optional=optional)]
         if lower in INDEX_NAMES or "long" in annotation:
             return [Slot(name, INDEX, optional=optional)]
         return [Slot(name, MASK if lower in MASK_NAMES else FLOAT, optional=optional)]
@@ -247,6 +285,10 @@ def classify(parameter: inspect.Parameter) -> Optional[list[Slot]]:
         return [Slot(name, "value", (_identity,))]
     if annotation in ("str", "builtins.str"):
         return None
+    if _LENGTH_NAMES.match(lower):
+        return [Slot(name, LENGTHS, SEGMENTATIONS)]
+    if _EDGE_NAMES.match(lower):
+        return [Slot(name, EDGES)]
     if lower in INDEX_NAMES:
         return [Slot(name, INDEX)]
     if lower in MASK_NAMES:
@@ -255,6 +297,18 @@ def classify(parameter: inspect.Parameter) -> Optional[list[Slot]]:
 
 
 _NUMBER_WORDS = {"int": 2, "float": 0.5, "bool": False}
+# The lengths of consecutive segments of a tensor's rows (`segment_reduce(x, "sum", lengths=...)`,
+# `repeat_interleave(g, lengths)`): an int64 vector, as long as the first tensor has rows and summing
+# to that number, so that both a reduction over the segments and an expansion to them fit. First
+# uneven, one segment of two rows, then one each, the last empty (a backward that confuses segments
+# shows), then a segment per row.
+_LENGTH_NAMES = re.compile(r"^(?:lengths|lens|seg_?lengths|segment_?lengths|segment_?sizes|seg_?sizes)$")
+SEGMENTATIONS = ("uneven", "one per row")
+# A graph's edges, as graph libraries pass them: `edge_index[0]` the sources, `edge_index[1]` the
+# targets, each a row of the node features (the first tensor).
+_EDGE_NAMES = re.compile(r"^(?:edge_?index|edge_?indices|edges_?index)$")
+# `Callable[...]`, `typing.Callable[...]`, `collections.abc.Callable`, `Optional[Callable[...]]`
+_CALLABLE_ANNOTATION = re.compile(r"^(?:(?:typing\.)?optional\[)?(?:typing\.|collections\.abc\.)?callable\b")
 _DEVICE_WORDS = {"device", "torch.device"}
 
 
@@ -410,10 +464,61 @@ def code_slots(owner: Any, parameters: list[inspect.Parameter],
         elif slot.kind == "value":  # the user's own number first, then the name's guess
             slots[position] = replace(slot, values=(value, *[other for other in slot.values if other != value]),
                                       from_name=False)
+    slots = annotated_objects(owner, parameters, slots)
     slots = read_from_forward(owner, slots)
     slots = stated_shapes(owner, slots)
     slots = stated_domains(owner, read_ranks(owner, _values_used_as_tensors(owner, slots)))
     return stated_last_sizes(owner, read_shapes(owner, slots))
+
+
+def annotated_objects(owner: Any, parameters: list[inspect.Parameter], slots: list[Slot]) -> list[Slot]:
+    """A guessed tensor whose parameter is annotated with one of the package's classes (``system:
+    ChargeSystem``, ``mode: Mode``) is an object of that class (``BuiltObject``): no tensor stands in
+    for what forward reads of it."""
+    function = getattr(owner, "forward", None)
+    classes = {parameter.name: annotated_class(function, parameter) for parameter in parameters}
+    return [Slot(slot.name, "value", (BuiltObject(classes[slot.name]),))
+            if slot.kind == FLOAT and slot.guessed and classes.get(slot.name) is not None else slot
+            for slot in slots]
+
+
+# Modules whose classes are not a package's objects: builtins, the standard library's types, torch's,
+# NumPy's (a dtype and a device are read elsewhere; a tensor is synthesized).
+_FOREIGN_MODULES = re.compile(r"^(?:builtins|typing|types|collections|abc|numbers|enum|torch|numpy)(?:\.|$)")
+# An annotation written as text (``from __future__ import annotations``) is read only when it is
+# made of names, dots, brackets, commas and unions: never run as other code.
+_ANNOTATION_TEXT = re.compile(r"^[\w.\[\], |]+$")
+
+
+def own_class(klass: Any) -> bool:
+    """Whether ``klass`` is a class that a package defines: not a builtin, typing's, torch's or
+    NumPy's, not an exception, a tensor subclass or a Function class (by their bases' modules:
+    this module does not import torch)."""
+    if not isinstance(klass, type) or _FOREIGN_MODULES.match(getattr(klass, "__module__", None) or "builtins"):
+        return False
+    return not any(issubclass(klass, BaseException) or (getattr(base, "__module__", "").startswith("torch")
+                                                         and base.__name__ in ("Tensor", "Function"))
+                   for base in klass.__mro__)
+
+
+def annotated_class(function: Any, parameter: inspect.Parameter) -> Optional[type]:
+    """The package's class that ``parameter``'s annotation names (the first such member of an
+    ``Optional`` or a union), resolved in ``function``'s module; None for any other annotation."""
+    annotation = parameter.annotation
+    if annotation is inspect.Parameter.empty or function is None:
+        return None
+    if isinstance(annotation, str):
+        namespace = getattr(inspect.unwrap(getattr(function, "__func__", function)), "__globals__", None)
+        if namespace is None or not _ANNOTATION_TEXT.match(annotation):
+            return None
+        try:
+            annotation = eval(annotation, dict(namespace))  # noqa: S307 - names and subscripts only
+        except Exception:  # noqa: BLE001 - a name the module imports only for type checkers
+            return None
+    for member in (annotation, *typing.get_args(annotation)):
+        if own_class(member):
+            return member
+    return None
 
 
 def slots_for(parameters: list[inspect.Parameter], plain_values: Optional[dict[int, Any]] = None) -> Optional[list[Slot]]:
@@ -490,6 +595,17 @@ def _arguments(slots: list[Slot], plan: Plan, values: tuple, low: float, high: f
             value = shape_value(next(value_iter), like)
             arguments.append(value)
             described.append(f"{slot.name}={value!r}")
+        elif slot.kind == LENGTHS:
+            like = first_shape or (plan.shape_of(0, first_float) if first_float else (3, 4))
+            rows = like[0] if like else 3
+            lengths = (2, *[1] * (rows - 2), 0) if next(value_iter) == "uneven" and rows >= 2 else (1,) * rows
+            arguments.append(SegmentLengths(lengths, slot.dtype))
+            described.append(f"{slot.name}={list(lengths)}" + ("" if slot.dtype == "int64" else f" {slot.dtype}"))
+        elif slot.kind == EDGES:
+            rows = (first_shape or (plan.shape_of(0, first_float) if first_float else (3, 4)) or (3,))[0]
+            shape = (2, 2 * rows)  # more edges than nodes: some node gathers from two
+            arguments.append(TensorSpec(shape, dtype=slot.dtype, low=0, high=rows))
+            described.append(f"{slot.name} {shape} {slot.dtype} (edges between the {rows} rows)")
         elif slot.kind == INDEX:
             # 1-D over the first dimension, values valid as a row index and as a class index.
             base = first_shape or (3, 4)
@@ -543,6 +659,32 @@ class _Identity:
 _identity = _Identity()
 
 
+class _Mixing(_Identity):
+    """The second stand-in callable, tried where backward differentiated the identity for an
+    argument it ignores ("appears to not have been used in the graph": a fixed point's ``f(z, x)``,
+    dz/dx): half the tanh of each tensor argument, summed (those that broadcast with the first).
+    It depends on every tensor it is given, is a contraction in the first (a fixed-point
+    iteration settles) and increasing (a bisection finds its root)."""
+
+    def __call__(self, *arguments: Any, **keywords: Any) -> Any:
+        tensors = [value for value in arguments if hasattr(value, "tanh") and hasattr(value, "shape")]
+        if not tensors:
+            return arguments[0] if arguments else None
+        mixed = tensors[0].tanh() * 0.5
+        for other in tensors[1:]:
+            try:
+                mixed = mixed + other.tanh() * 0.5
+            except RuntimeError:  # a tensor that does not broadcast with the first: left out
+                continue
+        return mixed
+
+    def __repr__(self) -> str:
+        return "tanh mixing"
+
+
+_mixing = _Mixing()
+
+
 # Error text -> what the parameter guessed as a tensor should be instead, most likely first.
 _WANTS = (
     (re.compile(r"not callable|is not a callable|callable"), (_identity,)),
@@ -589,7 +731,8 @@ def _guessed_tensor(parameters: list[inspect.Parameter], slot: Slot) -> bool:
 
 def _value_choices(slots: list[Slot]) -> list[tuple]:
     return list(itertools.islice(
-        itertools.product(*[slot.values for slot in slots if slot.kind in ("value", SHAPE)]), MAX_VALUE_COMBINATIONS))
+        itertools.product(*[slot.values for slot in slots if slot.kind in ("value", SHAPE, LENGTHS)]),
+        MAX_VALUE_COMBINATIONS))
 
 
 # --- parameters named like sizes and callables ----------------------------------------------------
@@ -698,6 +841,8 @@ def more_tries(parameters: list[inspect.Parameter], slots: list[Slot], errors: l
 
     - a plain value guessed from the parameter's name that forward uses as a tensor (``'float'
       object is not subscriptable``) becomes a float tensor;
+    - a flag guessed one way that an error names (``training=False``: "Provide training=True if
+      using backward") is set the other way;
     - inputs that forward refuses gradients for (its error names them, or else each in turn)
       are passed without requires_grad: the checks then judge the other inputs only;
     - for the slots as they are and for each variant: one tensor as a column (3, 1) (a length
@@ -717,6 +862,11 @@ def more_tries(parameters: list[inspect.Parameter], slots: list[Slot], errors: l
         # (`scale`), as a tensor.
         variants.extend((variant, False) for variant in itertools.chain(
             _without_grad(slots, refusals), _without_grad(as_tensors or [], refusals)))
+    variants.extend((variant, False) for variant in _flags_named_in(slots, text))
+    if _UNUSED_IN_GRAPH.search(text):
+        mixing = _with_mixing_stand_ins(slots)
+        if mixing is not None:
+            variants.insert(0, (mixing, False))
     if _INDEX_WANTED.search(text):
         variants.extend((variant, False) for variant in _as_index(parameters, slots))
     if _SAVE_REFUSED_VALUE.search(text):
@@ -734,6 +884,28 @@ def more_tries(parameters: list[inspect.Parameter], slots: list[Slot], errors: l
         yield from _column_candidates(variant)
         if not sizes_first and _SHAPE_TROUBLE.search(" ".join(errors[start:])):  # what this variant raised
             yield from _last_size_candidates(variant, errors)
+
+
+# Backward differentiated what a stand-in callable returned for an argument it ignores (the
+# identity's f(z, x) does not depend on x).
+_UNUSED_IN_GRAPH = re.compile(r"appears to not have been used in the graph")
+
+
+def _flags_named_in(slots: list[Slot], text: str) -> Iterator[list[Slot]]:
+    """A flag guessed one way (``training=False``) that an error names ("Provide training=True if
+    using backward"), set the other way: one variant per flag named."""
+    for position, slot in enumerate(slots):
+        if slot.kind == "value" and len(slot.values) == 1 and isinstance(slot.values[0], bool) \
+                and re.search(rf"(?<![\w.]){re.escape(slot.name)}\b", text):
+            yield [*slots[:position], replace(slot, values=(not slot.values[0],)), *slots[position + 1:]]
+
+
+def _with_mixing_stand_ins(slots: list[Slot]) -> Optional[list[Slot]]:
+    """The slots with the mixing stand-in where the identity was the callable; None where none was."""
+    if not any(value is _identity for slot in slots if slot.kind == "value" for value in slot.values):
+        return None
+    return [replace(slot, values=tuple(_mixing if value is _identity else value for value in slot.values))
+            if slot.kind == "value" else slot for slot in slots]
 
 
 def _values_as_scalars(slots: list[Slot]) -> Iterator[list[Slot]]:
@@ -1570,7 +1742,9 @@ def _with_dtypes(parameters: list[inspect.Parameter], slots: list[Slot], errors:
         for slot in slots:
             counted = slot.kind == FLOAT and _guessed_tensor(parameters, slot) and \
                 (slot.name == named or _COUNT_NAMES.search(slot.name.lower()))
-            if slot.kind == INDEX or counted:
+            if slot.kind in (LENGTHS, EDGES):
+                changed.append(replace(slot, dtype=dtype))
+            elif slot.kind == INDEX or counted:
                 changed.append(replace(slot, kind=INDEX, dtype=dtype, rank=None, min_rank=None))
             else:
                 changed.append(slot)
@@ -1605,7 +1779,7 @@ def called_parameters(cls: type) -> list[str]:
     return [name for name in parameters if name in called]
 
 
-_STAND_IN_LACKS = re.compile(r"'_Identity' object has no attribute '(\w+)'")
+_STAND_IN_LACKS = re.compile(r"'_(?:Identity|Mixing)' object has no attribute '(\w+)'")
 _NOT_CALLABLE = re.compile(r"object is not callable")
 
 
