@@ -107,6 +107,21 @@ this torch). open-analog-nn installs as `spice`, quanta-sdk as `quanta`, xnns as
         neural-compressor qualia-plugin-snn qualia-core pytorch-tabular py-cpuinfo 'setuptools<81'
     /tmp/venv-blind13/bin/pip uninstall -y torchvision torchaudio
     PYTHONPATH=. /tmp/venv-blind13/bin/python bench/dynamic_ecosystem.py run --batch blind13 --out /tmp/blind13-now
+
+`--batch blind14` selects the fourteenth blind batch (issue 29's measure, again): twenty-one more pure-PyTorch
+packages, in an environment of their own (bench/dynamic-blind14-constraints.txt, torch pinned). pytest is a need
+torch-named-linops does not declare (torchlinops/__init__ imports it), and torchvision and torchaudio, which four of
+the packages pull in, are removed (not built for this torch). arti-fit installs as `arti`, torch-linops as `linops`,
+torch-named-linops as `torchlinops`, mirai-compiler as `mirai`, gaf-microbatch-pytorch as `GAF_microbatch_pytorch`,
+rr-layer as `RR_layer`, basisconvolution as `BasisConvolution`::
+
+    python3 -m venv /tmp/venv-blind14
+    /tmp/venv-blind14/bin/pip install -e . torch==2.13.0 -c bench/dynamic-blind14-constraints.txt \
+        adaswarm antsnormflows arti-fit basisconvolution cache-dit creyone-layer fast-vollib gaf-microbatch-pytorch \
+        gd-vae-pytorch kpnn2 mirai-compiler photorch psf-generator rotational-update rr-layer torch-linops \
+        torch-named-linops torch-rating torchmore torchsympy voxel pytest
+    /tmp/venv-blind14/bin/pip uninstall -y torchvision torchaudio
+    PYTHONPATH=. /tmp/venv-blind14/bin/python bench/dynamic_ecosystem.py run --batch blind14 --out /tmp/blind14-now
 """
 
 from __future__ import annotations
@@ -167,8 +182,15 @@ BLIND13 = ("xnn", "torchmorph", "deformation_inversion_layer", "torchflows", "zf
            "quanta", "torchtnt", "dfsc", "spice", "resampler", "sdasim", "nengo_torch", "odak", "pylops", "torch_linode",
            "torch_type_nn", "torchtoolbox", "kinetic_ai", "neural_compressor", "qualia_plugin_snn", "qualia_core",
            "pytorch_tabular")
+# Import names of the fourteenth blind batch (issue 29's measure, bench/dynamic-findings.md): pure-PyTorch packages
+# that no earlier batch used, their directories under site-packages (`arti` is arti-fit's, `linops` torch-linops',
+# `torchlinops` torch-named-linops', `mirai` mirai-compiler's, `RR_layer` rr-layer's, `BasisConvolution`
+# basisconvolution's); run once, blind, at the commit the findings name.
+BLIND14 = ("adaswarm", "antsnormflows", "arti", "BasisConvolution", "cache_dit", "creyone_layer", "fast_vollib",
+           "GAF_microbatch_pytorch", "gd_vae_pytorch", "kpnn2", "mirai", "photorch", "psf_generator",
+           "rotational_update", "RR_layer", "linops", "torchlinops", "torch_rating", "torchmore", "torchsympy", "voxel")
 BATCHES = {"ecosystem": PACKAGES, "blind7": BLIND7, "blind8": BLIND8, "blind9": BLIND9, "blind10": BLIND10,
-           "blind11": BLIND11, "blind12": BLIND12, "blind13": BLIND13}
+           "blind11": BLIND11, "blind12": BLIND12, "blind13": BLIND13, "blind14": BLIND14}
 
 
 def run(args: argparse.Namespace) -> int:
