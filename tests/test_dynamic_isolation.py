@@ -185,6 +185,21 @@ def test_a_module_under_namespace_directories_inside_a_package_imports_with_its_
     assert entries == {("Scale", "checked"), ("Twice", "checked")}, entries
 
 
+def test_a_namespace_package_without_any_init_imports_with_its_relative_imports(tmp_path):
+    """`NsPkg/` and `NsPkg/detail/` have no `__init__.py` at all (a namespace package, as installed
+    in site-packages): a module there with a relative import is imported as `NsPkg.detail.ops`
+    from the project root (it failed as `ops`: "attempted relative import with no known parent
+    package")."""
+    write(tmp_path / "NsPkg" / "detail" / "basis.py", "FACTOR = 2\n")
+    write(tmp_path / "NsPkg" / "detail" / "ops.py", "from .basis import FACTOR  # noqa: F401\n" + SCALE)
+    report = tmp_path / "report.json"
+    result = run("--dynamic", "--no-cache", "--dynamic-report", str(report), "NsPkg", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    entries = {(entry["function_class"], entry["status"]) for entry in
+               json.loads(report.read_text(encoding="utf-8"))["functions"]}
+    assert entries == {("Scale", "checked")}, entries
+
+
 THREADS = """\
 import os
 

@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 
 MODULE = "fixtures/dynamic/read_from_code.py"
 REACHED = ("FirstRows", "NarrowAlong", "ClampScaled", "SolveFor", "CrossWith", "PairLinear", "ScaledBy", "CastOnto",
-           "LeadingColumns", "WithOptions", "SampleVolume")
+           "LeadingColumns", "WithOptions", "SampleVolume", "StarLinear")
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +49,11 @@ def test_counts_dimensions_and_clamp_bounds_are_python_numbers(run):
     assert detail(report, "NarrowAlong") == "same (3, 4): x (3, 4), d=-1, start=0, k=2"  # `x.narrow(d, start, k)`
     # `scale` is a number by its name, but forward reads `scale.to(...)`: a tensor; the bounds are numbers.
     assert detail(report, "ClampScaled") == "same (3, 4): x (3, 4), scale (3, 4), lo=-0.5, hi=0.5"
+
+
+def test_star_arguments_that_forward_unpacks_are_that_many_arguments(run):
+    report, _ = run  # `x, weight, bias, k, flip = args`: five, each read by its name
+    assert detail(report, "StarLinear").startswith("linear: x (3, 4), weight (5, 4), bias (5,), k=2, flip ")
 
 
 def test_shapes_read_from_forward_and_from_a_matrix_products_error(run):

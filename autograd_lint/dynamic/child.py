@@ -254,27 +254,31 @@ def import_module(path: str, project_root: str) -> Any:
     with its directory (or its top package's parent) and the project root importable. Where its
     relative imports reach above the packages that have an ``__init__.py``, through directories
     that have none (namespace packages inside a package: ``pkg/sparse/linalg/solvers/``, where
-    only ``pkg/`` and ``solvers/`` have one), it is imported again under the longer name."""
+    only ``pkg/`` and ``solvers/`` have one, or a namespace package with none at all, installed in
+    a directory of the import path), it is imported again under the longer name."""
     search_path = list(sys.path)
     try:
         return _import_module(path, project_root, through_namespaces=False)
     except ImportError as error:
         if "relative import" not in str(error):
             raise
-        longer = _package_parts(os.path.abspath(path), through_namespaces=True)
+        roots = tuple(os.path.abspath(entry) for entry in [*search_path, project_root] if entry)
+        longer = _package_parts(os.path.abspath(path), through_namespaces=True, roots=roots)
         if longer == _package_parts(os.path.abspath(path), through_namespaces=False):
             raise
         # The directory the first try put on sys.path must not shadow anything of the second. The
         # modules it imported stay (a compiled extension cannot load twice in one process; those
         # it imported under short names, `solvers`, are not what the second imports).
         sys.path[:] = search_path
-        return _import_module(path, project_root, through_namespaces=True)
+        return _import_module(path, project_root, through_namespaces=True, roots=roots)
 
 
-def _package_parts(path: str, through_namespaces: bool) -> tuple[list[str], str]:
+def _package_parts(path: str, through_namespaces: bool, roots: tuple[str, ...] = ()) -> tuple[list[str], str]:
     """The dotted name's parts of the module at ``path``, and the directory above its top
     package. ``through_namespaces``: go on up through directories without an ``__init__.py``
-    (whose names are identifiers) to a package above them, and on from there."""
+    (whose names are identifiers) to a package above them, and on from there, or to one of
+    ``roots`` (the import path: a namespace package with no ``__init__.py`` at all, installed in
+    site-packages, starts there)."""
     directory, filename = os.path.split(path)
     stem = os.path.splitext(filename)[0]
     parts = [] if stem == "__init__" else [stem]
@@ -287,6 +291,8 @@ def _package_parts(path: str, through_namespaces: bool) -> tuple[list[str], str]
             return parts, top
         gap, above = [], top
         while not os.path.isfile(os.path.join(above, "__init__.py")) and len(gap) < 8:
+            if above in roots and gap:
+                return gap + parts, above
             name = os.path.basename(above)
             if not name.isidentifier() or os.path.dirname(above) == above:
                 return parts, top
@@ -298,11 +304,11 @@ def _package_parts(path: str, through_namespaces: bool) -> tuple[list[str], str]
         top = above
 
 
-def _import_module(path: str, project_root: str, through_namespaces: bool) -> Any:
+def _import_module(path: str, project_root: str, through_namespaces: bool, roots: tuple[str, ...] = ()) -> Any:
     path = os.path.abspath(path)
     directory, filename = os.path.split(path)
     stem = os.path.splitext(filename)[0]
-    parts, top = _package_parts(path, through_namespaces)
+    parts, top = _package_parts(path, through_namespaces, roots)
     # A module of a package is imported from its top package's parent only: with the package's
     # own directory on sys.path, its modules would shadow the standard library's
     # (torch_geometric/profile/ hid `profile`, which cProfile imports).

@@ -465,10 +465,33 @@ def code_slots(owner: Any, parameters: list[inspect.Parameter],
             slots[position] = replace(slot, values=(value, *[other for other in slot.values if other != value]),
                                       from_name=False)
     slots = annotated_objects(owner, parameters, slots)
+    slots = unpacked_star_arguments(owner, parameters, slots)
     slots = read_from_forward(owner, slots)
     slots = stated_shapes(owner, slots)
     slots = stated_domains(owner, read_ranks(owner, _values_used_as_tensors(owner, slots)))
     return stated_last_sizes(owner, read_shapes(owner, slots))
+
+
+def unpacked_star_arguments(owner: Any, parameters: list[inspect.Parameter], slots: list[Slot]) -> list[Slot]:
+    """A ``*args`` that forward unpacks (``x, w, b, k = args``) is that many arguments, each
+    classified by its name as a parameter would be, not the one tensor guessed for it."""
+    star = next((parameter.name for parameter in parameters if parameter.kind == inspect.Parameter.VAR_POSITIONAL), None)
+    function = forward_function(owner) if star is not None else None
+    if function is None:
+        return slots
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple) \
+                and isinstance(node.value, ast.Name) and node.value.id == star \
+                and all(isinstance(element, ast.Name) for element in node.targets[0].elts):
+            unpacked: list[Slot] = []
+            for element in node.targets[0].elts:
+                classified = classify(inspect.Parameter(element.id, inspect.Parameter.POSITIONAL_OR_KEYWORD))
+                if classified is None:
+                    return slots
+                unpacked.extend(classified)
+            position = next((index for index, slot in enumerate(slots) if slot.name == f"{star}[0]"), None)
+            return slots if position is None else [*slots[:position], *unpacked, *slots[position + 1:]]
+    return slots
 
 
 def annotated_objects(owner: Any, parameters: list[inspect.Parameter], slots: list[Slot]) -> list[Slot]:
