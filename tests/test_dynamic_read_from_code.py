@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 
 MODULE = "fixtures/dynamic/read_from_code.py"
 REACHED = ("FirstRows", "NarrowAlong", "ClampScaled", "SolveFor", "CrossWith", "PairLinear", "ScaledBy", "CastOnto",
-           "LeadingColumns", "WithOptions", "SampleVolume", "StarLinear")
+           "LeadingColumns", "WithOptions", "SampleVolume", "StarLinear", "WidthScaled")
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +54,11 @@ def test_counts_dimensions_and_clamp_bounds_are_python_numbers(run):
 def test_star_arguments_that_forward_unpacks_are_that_many_arguments(run):
     report, _ = run  # `x, weight, bias, k, flip = args`: five, each read by its name
     assert detail(report, "StarLinear").startswith("linear: x (3, 4), weight (5, 4), bias (5,), k=2, flip ")
+
+
+def test_a_number_or_a_sequence_of_numbers_is_a_number(run):
+    report, _ = run  # `width: float | tuple[float, ...]`
+    assert detail(report, "WidthScaled") == "same (3, 4): x (3, 4), width=0.5"
 
 
 def test_shapes_read_from_forward_and_from_a_matrix_products_error(run):

@@ -621,11 +621,11 @@ def _uncertain_on_guesses(cls: type, inputs: Any, names: list[str], found: list,
         return found
     from autograd_lint.dynamic.inputs import MADE_COMPLEX
 
-    if any(finding.code in _SETTLED_AWAY for finding in found) and _passes_when_converged(cls, inputs, names, entry):
+    if any(finding.code in _GRADCHECK_FAILED for finding in found) and _passes_when_converged(cls, inputs, names, entry):
         # An iterative forward stopped early by the guessed settings (two iterations): its implicit
         # gradient fails gradcheck, or its output steps like a straight-through estimator's; once
         # the iterations settle, gradcheck passes, so neither says anything.
-        found = [finding for finding in found if finding.code not in _SETTLED_AWAY]
+        found = [finding for finding in found if finding.code not in _GRADCHECK_FAILED]
         entry["skipped"] = [*(skipped for skipped in entry["skipped"] if not skipped.startswith("gradgradcheck")),
                             "gradgradcheck: the first derivative is right only once the iterations settle"]
     result = []
@@ -747,7 +747,9 @@ _ITERATION_COUNT = re.compile(r"^(?:n_?iters?|max_?iters?|maxiter|num_?iters?|it
                               r"max_iterations|num_iterations|n_?steps|max_?steps|num_?steps)$")
 _TOLERANCE = re.compile(r"^(?:tol|tolerance|atol|rtol|abs_?tol|rel_?tol|threshold_tol)$")
 CONVERGED_COUNT, CONVERGED_TOLERANCE = 60, 1e-12
-_SETTLED_AWAY = ("AGL901", "AGL908")  # the gradcheck failures, and the by-design kind read from them
+# gradcheck failed: an AGL901, or an AGL908 (a by-design kind read from the failure). A second
+# look that ends in either has not passed.
+_GRADCHECK_FAILED = ("AGL901", "AGL908")
 
 
 def _iteration_settings(cls: type, values: tuple, names: list[str]) -> dict[int, Any]:
@@ -795,7 +797,7 @@ def _passes_on_the_package_s_inputs(cls: type, inputs: Any, names: list[str], en
         return None
     label = candidate.detail.split(",")[0].removeprefix("through ")
     entry["ran"].append(f"gradcheck on what the package passes ({label})")
-    passed = "gradcheck" in again.ran and not any(f.code == "AGL901" for f in again.findings)
+    passed = "gradcheck" in again.ran and not any(f.code in _GRADCHECK_FAILED for f in again.findings)
     return label if passed else None
 
 
@@ -826,7 +828,7 @@ def _passes_when_converged(cls: type, inputs: Any, names: list[str], entry: dict
         return False
     shown = ", ".join(f"{names[index]}={value}" for index, value in settings.items() if index < len(names))
     entry["ran"].append(f"gradcheck with the iterations left to settle ({shown})")
-    return "gradcheck" in again.ran and not any(f.code in _SETTLED_AWAY for f in again.findings)
+    return "gradcheck" in again.ran and not any(f.code in _GRADCHECK_FAILED for f in again.findings)
 
 
 def _passes_with_unit_numbers(cls: type, inputs: Any, names: list[str], entry: dict) -> bool:
@@ -849,7 +851,7 @@ def _passes_with_unit_numbers(cls: type, inputs: Any, names: list[str], entry: d
     except BaseException:  # noqa: B036 - the user's code under check can raise anything
         return False
     entry["ran"].append("gradcheck with the guessed numbers at 1.0")
-    return "gradcheck" in again.ran and not any(f.code == "AGL901" for f in again.findings)
+    return "gradcheck" in again.ran and not any(f.code in _GRADCHECK_FAILED for f in again.findings)
 
 
 def _load_confirm() -> Optional[tuple[frozenset, frozenset, Callable]]:

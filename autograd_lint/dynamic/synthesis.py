@@ -325,9 +325,25 @@ def _number_annotation(annotation: str) -> tuple[Any, ...]:
     if "optional" in found:
         words.append("none")
     if len(words) < 2 or not set(words) <= {*_NUMBER_WORDS, "none"}:
-        return ()
+        return _number_or_sequence(annotation)
     values = tuple(dict.fromkeys(_NUMBER_WORDS[word] for word in words if word != "none"))
     return values + ((None,) if "none" in words else ())
+
+
+def _number_or_sequence(annotation: str) -> tuple[Any, ...]:
+    """The number for a union of a number and a sequence of them (``float | tuple[float, ...]``: a
+    width per dimension, or one for all), read at the union's top level; empty for any other."""
+    top = annotation
+    while "[" in top:
+        stripped = re.sub(r"\[[^\[\]]*\]", "", top)
+        if stripped == top:
+            break
+        top = stripped
+    members = [member.strip().removeprefix("typing.").removeprefix("builtins.") for member in top.split("|")]
+    numbers = [member for member in members if member in _NUMBER_WORDS]
+    if len(members) < 2 or not numbers or not set(members) <= {*_NUMBER_WORDS, "none", "tuple", "list", "sequence"}:
+        return ()
+    return tuple(dict.fromkeys(_NUMBER_WORDS[member] for member in numbers))
 
 
 # Names of hyper-parameters beyond NAMED_VALUES: `keep_prob`, `drop_rate`, `spike_threshold` are
