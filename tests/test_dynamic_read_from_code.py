@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 
 MODULE = "fixtures/dynamic/read_from_code.py"
 REACHED = ("FirstRows", "NarrowAlong", "ClampScaled", "SolveFor", "CrossWith", "PairLinear", "ScaledBy", "CastOnto",
-           "LeadingColumns", "WithOptions", "SampleVolume", "StarLinear", "WidthScaled")
+           "LeadingColumns", "WithOptions", "SampleVolume", "StarLinear", "WidthScaled", "SumOverTokens")
 
 
 @pytest.fixture(scope="module")
@@ -59,6 +59,11 @@ def test_star_arguments_that_forward_unpacks_are_that_many_arguments(run):
 def test_a_number_or_a_sequence_of_numbers_is_a_number(run):
     report, _ = run  # `width: float | tuple[float, ...]`
     assert detail(report, "WidthScaled") == "same (3, 4): x (3, 4), width=0.5"
+
+
+def test_a_size_read_at_a_constant_index_needs_that_many_dimensions(run):
+    report, _ = run  # `query.shape[-3]`
+    assert detail(report, "SumOverTokens") == "same (3, 4): query (3, 2, 4)"
 
 
 def test_shapes_read_from_forward_and_from_a_matrix_products_error(run):

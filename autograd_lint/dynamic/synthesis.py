@@ -1553,7 +1553,7 @@ def read_ranks(cls: type, slots: list[Slot]) -> list[Slot]:
     """The slots with a float tensor's rank where forward's code fixes it: ``N, C, H, W = x.shape``
     unpacks exactly four dimensions (a guess of two raises "not enough values to unpack"),
     ``assert x.ndim == 5`` (``x.dim()``, ``len(x.shape)``) says five, and ``x[:, :, None, :]``
-    indexes at least three. Indexing with ``...`` says nothing of the rank. A size compared with a
+    indexes at least three, as ``x.shape[-3]`` and ``x.size(2)`` read. Indexing with ``...`` says nothing of the rank. A size compared with a
     number at the last index of that rank (``assert grid.shape[4] == 3``) is the last size."""
     floats = {slot.name for slot in slots if slot.kind == FLOAT and slot.shape is None}
     function = forward_function(cls) if floats else None
@@ -1578,6 +1578,11 @@ def read_ranks(cls: type, slots: list[Slot]) -> list[Slot]:
             name = _shape_read(node.value)
             if name in floats and not any(isinstance(element, ast.Starred) for element in elements):
                 exact.setdefault(name, len(elements))
+        elif _dimension_read(node) is not None and _dimension_read(node)[0] in floats:
+            # `x.shape[-3]`, `x.size(3)`: at least three (four) dimensions.
+            name, needed = _dimension_read(node)
+            if not (name in indexed and indexed[name] is None):
+                indexed[name] = max(needed, indexed.get(name) or 0)
         elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in floats:
             items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
             name = node.value.id
@@ -1597,6 +1602,26 @@ def read_ranks(cls: type, slots: list[Slot]) -> list[Slot]:
 
 
 MAX_READ_RANK = 6
+
+
+def _dimension_read(node: ast.AST) -> Optional[tuple[str, int]]:
+    """(name, the least rank it needs) where ``node`` reads one dimension's size at a constant
+    index: ``x.shape[-3]`` (3), ``x.size(2)`` (3)."""
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "shape" \
+            and isinstance(node.value.value, ast.Name):
+        name, index = node.value.value.id, node.slice
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "size" \
+            and isinstance(node.func.value, ast.Name) and len(node.args) == 1 and not node.keywords:
+        name, index = node.func.value.id, node.args[0]
+    else:
+        return None
+    if isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.USub) and isinstance(index.operand, ast.Constant):
+        value = -index.operand.value if type(index.operand.value) is int else None
+    else:
+        value = index.value if isinstance(index, ast.Constant) and type(index.value) is int else None
+    if value is None or not -MAX_READ_RANK <= value < MAX_READ_RANK:
+        return None
+    return name, (-value if value < 0 else value + 1)
 
 
 def _rank_read(node: ast.AST) -> Optional[str]:
