@@ -1124,8 +1124,9 @@ def test_segment_lengths_and_edge_lists_index_the_first_tensor_s_rows(fixture_ru
         entry = function(report, name)
         assert entry["status"] == "checked" and "gradcheck" in entry["ran"], name
         assert entry["inputs"]["detail"] == "same (3, 4): x (3, 4), edge_index (2, 6) int64 (edges between the 3 rows)"
+    assert function(report, "GatherRows")["inputs"]["detail"] == "same (3, 4): x (3, 4), row_index (3,) int64"
     wrong = runtime(findings, "segments.py", "AGL901")
-    assert set(wrong) == {"SegmentTotalWrong", "MessagePassingWrong"}
+    assert set(wrong) == {"SegmentTotalWrong", "MessagePassingWrong", "GatherRowsWrong"}
     assert {entry["severity"] for entry in wrong.values()} == {"error"}
     assert not [f for f in findings if f["path"].endswith("segments.py") and f["function_class"] not in wrong]
 

@@ -256,7 +256,7 @@ def classify(parameter: inspect.Parameter) -> Optional[list[Slot]]:
             return [Slot(name, LENGTHS, SEGMENTATIONS, optional=optional)]
         if _EDGE_NAMES.match(lower):
             return [Slot(name, EDGES, optional=optional)]
-        if lower in INDEX_NAMES or "long" in annotation:
+        if lower in INDEX_NAMES or _INDEX_SUFFIX.search(lower) or "long" in annotation:
             return [Slot(name, INDEX, optional=optional)]
         return [Slot(name, MASK if lower in MASK_NAMES else FLOAT, optional=optional)]
     if has_default and default is not None:
@@ -289,7 +289,7 @@ def classify(parameter: inspect.Parameter) -> Optional[list[Slot]]:
         return [Slot(name, LENGTHS, SEGMENTATIONS)]
     if _EDGE_NAMES.match(lower):
         return [Slot(name, EDGES)]
-    if lower in INDEX_NAMES:
+    if lower in INDEX_NAMES or _INDEX_SUFFIX.search(lower):
         return [Slot(name, INDEX)]
     if lower in MASK_NAMES:
         return [Slot(name, MASK)]
@@ -304,6 +304,8 @@ _NUMBER_WORDS = {"int": 2, "float": 0.5, "bool": False}
 # shows), then a segment per row.
 _LENGTH_NAMES = re.compile(r"^(?:lengths|lens|seg_?lengths|segment_?lengths|segment_?sizes|seg_?sizes)$")
 SEGMENTATIONS = ("uneven", "one per row")
+# `source_index`, `target_indices`, `batch_idx`, `token_ids`: indices too.
+_INDEX_SUFFIX = re.compile(r"_(?:index|indices|idx|ids)$")
 # A graph's edges, as graph libraries pass them: `edge_index[0]` the sources, `edge_index[1]` the
 # targets, each a row of the node features (the first tensor).
 _EDGE_NAMES = re.compile(r"^(?:edge_?index|edge_?indices|edges_?index)$")
@@ -764,8 +766,9 @@ def retry_candidates(cls: type, errors: list[str], plain_values: Optional[dict[i
 def _guessed_tensor(parameters: list[inspect.Parameter], slot: Slot) -> bool:
     """A float tensor by default only (no annotation says so, the name is not a weight's)."""
     parameter = next((p for p in parameters if p.name == slot.name), None)
-    return parameter is not None and "tensor" not in annotation_text(parameter.annotation) \
-        and parameter.name.lower() not in WEIGHT_NAMES | BIAS_NAMES
+    if parameter is None:  # a name forward unpacks from `*args` (``unpacked_star_arguments``)
+        return slot.guessed
+    return "tensor" not in annotation_text(parameter.annotation) and parameter.name.lower() not in WEIGHT_NAMES | BIAS_NAMES
 
 
 def _value_choices(slots: list[Slot]) -> list[tuple]:
