@@ -688,8 +688,8 @@ def _uncertain_on_guesses(cls: type, inputs: Any, names: list[str], found: list,
                                                                                           package_inputs)):
             result.append(replace(finding, level="warning", message=(
                 f"{finding.message} (not certain: on what the package itself passes ({passed_on}) "
-                "gradcheck passes, so the guessed inputs may be ones the class is never given, such as an input "
-                "without the padding its callers add; declare an @example to check it on real inputs)")))
+                "gradcheck does not fail, so the guessed inputs may be ones the class is never given, such as an "
+                "input without the padding its callers add; declare an @example to check it on real inputs)")))
         elif finding.code == "AGL901" and _passes_with_unit_numbers(cls, inputs, names, entry):
             guessed = _guessed_numbers(cls, inputs.make_inputs(), names)
             numbers = ", ".join(f"`{name}`" for index, name in enumerate(names) if index in guessed)
@@ -778,8 +778,9 @@ def _iteration_settings(cls: type, values: tuple, names: list[str]) -> dict[int,
 def _passes_on_the_package_s_inputs(cls: type, inputs: Any, names: list[str], entry: dict,
                                     package_inputs: Callable[[], Optional[Any]]) -> Optional[str]:
     """gradcheck on what the package's own examples or callers pass to ``apply`` (``package_inputs``),
-    where the inputs were guessed from the signature alone: where it passes there, those inputs'
-    label (``expm()``, ``the docstring example of X``), else None."""
+    where the inputs were guessed from the signature alone: where it passes there, or fails only by
+    design (AGL908: the package's estimator), those inputs' label (``expm()``, ``the docstring
+    example of X``) and the kind, else None."""
     from autograd_lint.dynamic import checks
     from autograd_lint.dynamic.inputs import forward_problem, make_inputs_factory
 
@@ -797,8 +798,11 @@ def _passes_on_the_package_s_inputs(cls: type, inputs: Any, names: list[str], en
         return None
     label = candidate.detail.split(",")[0].removeprefix("through ")
     entry["ran"].append(f"gradcheck on what the package passes ({label})")
-    passed = "gradcheck" in again.ran and not any(f.code in _GRADCHECK_FAILED for f in again.findings)
-    return label if passed else None
+    # There, a by-design kind (AGL908) is the package's own estimator at work, not a failure.
+    by_design = [f for f in again.findings if f.code == "AGL908"]
+    passed = "gradcheck" in again.ran and not any(f.code == "AGL901" for f in again.findings)
+    return (f"{label}, where the gradient is by design: {by_design[0].message.split(':')[0]}" if by_design else label) \
+        if passed else None
 
 
 def _range_stop(call: ast.Call) -> Optional[str]:
