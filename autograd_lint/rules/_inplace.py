@@ -71,7 +71,11 @@ def saved_tensor_writes_with_provenance(
     ``save_for_backward`` call, the one statement that sets the attribute), None when not one
     place. One tracker runs per saved position and per attribute, and
     follows helpers as ``saved_tensor_writes`` does (a helper handed ctx reads the same source
-    through its own ctx name)."""
+    through its own ctx name). Those trackers only sort the writes ``saved_tensor_writes``
+    finds, so they run only when it finds one (most backwards write to no saved tensor)."""
+    writes = saved_tensor_writes(model, backward)
+    if not writes:
+        return []
     provenance = model.provenance
     # (origin, where it was saved, source test for given ctx names, which elements of
     # `a, b = <value>` it binds)
@@ -111,7 +115,7 @@ def saved_tensor_writes_with_provenance(
         for write in tracker(set(), model.ctx_names(backward), helpers).run(backward.node):
             found.setdefault((id(write.statement), id(write.written)), []).append((origin, saved_at))
     result = []
-    for write in saved_tensor_writes(model, backward):
+    for write in writes:
         origins = found.get((id(write.statement), id(write.written)), [])
         shared = [o for o in origins if o[0].origin in (Origin.INPUT, Origin.OUTPUT)]
         chosen = shared[0] if shared else (origins[0] if len(origins) == 1 else (UNKNOWN, None))
