@@ -63,7 +63,7 @@ def facts_of(source: SourceFile, final_names: Optional[frozenset[str]] = None) -
     (``SourceFile.keep_only_index``)."""
     if source.tree is None:
         return agl000(source.path, source.problem, *source.problem_at)
-    facts = facts_from_index(source.facts_index(), source.text)
+    facts = facts_from_index(source.facts_index(), source.text, lambda: source.lines)
     if final_names is not None:
         source.keep_only_index(final_names)
     return facts

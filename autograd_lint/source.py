@@ -151,3 +151,23 @@ def _first_two_lines(data: bytes) -> bytes:
     """At least the first two lines (a line may end in "\r" alone: then more)."""
     end = data.find(b"\n", data.find(b"\n") + 1)
     return data if end < 0 else data[:end]
+
+
+# A line as Python numbers them: "\n", "\r\n" or "\r" ends it, nothing else.
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def source_lines(text: str) -> list[str]:
+    """The lines of a module as Python numbers them (ends kept). Not ``str.splitlines``: that
+    also breaks at form feeds, ``\x1c``-``\x1e`` and ``\u2028``, which Python allows inside
+    comments and strings, and line numbers would drift from the parser's. Without a carriage
+    return, ``str.split`` at "\n" gives the same lines, 3x faster than the regex (torch: 0.16
+    against 0.47 s for all its files)."""
+    if "\r" in text:
+        return _LINE.findall(text)
+    lines = text.split("\n")
+    last = lines.pop()  # after the final "\n" (empty), or a last line without one
+    lines = [line + "\n" for line in lines]
+    if last:
+        lines.append(last)
+    return lines

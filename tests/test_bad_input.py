@@ -221,3 +221,12 @@ def test_broken_symlink_does_not_crash(cli, tmp_path):
         result = cli(*args)
         assert_no_traceback(result)
         assert result.returncode in (0, 1), result.stderr
+
+
+@pytest.mark.parametrize("text", ["", "a", "a\n", "a\nb", "\n\n", "a\n\n", "a\r\nb\rc\n", "a\rb", "\r\n",
+                                  "x\x0cy\n\u2028z\x1c\n", "# \x85 comment\nb = 1"])
+def test_source_lines_number_lines_as_python_does(text):
+    # Only "\n", "\r\n" and "\r" end a line (form feeds, \x1c and \u2028 do not, unlike
+    # str.splitlines); the fast path without "\r" gives what the regex gives.
+    assert source.source_lines(text) == source._LINE.findall(text)
+    assert "".join(source.source_lines(text)) == text

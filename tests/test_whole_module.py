@@ -13,7 +13,7 @@ import libcst as cst
 import pytest
 
 from autograd_lint.analysis.positions import node_positions
-from autograd_lint.analysis.syntax import source_lines
+from autograd_lint.source import source_lines
 from autograd_lint.analysis.whole_module import assemble
 from conftest import REPO_ROOT
 

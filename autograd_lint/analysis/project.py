@@ -12,13 +12,14 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field, fields, is_dataclass, replace
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 from autograd_lint.analysis.ast_walk import dotted_name, walk
 from autograd_lint.analysis.decorators import DecoratorResolver, definitions
 from autograd_lint.analysis.module_index import FUNCTION_BASES, REBOUND, ModuleIndex
 from autograd_lint.analysis.names import ModuleName, ModuleSymbols, NameTable, Scope, build_name_table
 from autograd_lint.digest import blake2b
+from autograd_lint.source import source_lines
 
 
 @dataclass
@@ -347,8 +348,10 @@ def _decorator_effects(located: list[tuple[ModuleName, FileFacts]], symbols: dic
     return effects, frozenset(unread)
 
 
-def facts_from_index(index: ModuleIndex, text: Optional[str] = None) -> FileFacts:
-    """``text``: the file's text, for ``class_sources``."""
+def facts_from_index(index: ModuleIndex, text: Optional[str] = None,
+                     text_lines: Optional[Callable[[], list[str]]] = None) -> FileFacts:
+    """``text``: the file's text, for ``class_sources``; ``text_lines``: gives its lines when the
+    caller keeps them (``SourceFile.lines``: split once for these facts and the file's lint)."""
     facts = FileFacts()
     imports = tuple(sorted(index.imports.names.items()))
     star_imports = tuple(sorted(index.imports.star_modules))
@@ -364,7 +367,7 @@ def facts_from_index(index: ModuleIndex, text: Optional[str] = None) -> FileFact
         facts.class_members[info.name] = (set(info.methods), _ctx_attributes_set(info.node))
         if text is not None and base_names and not _AUTOGRAD_METHODS.isdisjoint(info.methods):
             if lines is None:
-                lines = _LINE.findall(text)
+                lines = text_lines() if text_lines is not None else source_lines(text)
             source = _class_text(lines, info.node)
             if source is not None:
                 facts.class_sources[info.name] = ClassSource(source[0], source[1], imports, star_imports,
@@ -421,9 +424,6 @@ def _reached_names(text: str) -> set[str]:
 
 
 _AUTOGRAD_METHODS = frozenset(_CTX_METHODS)
-# A line as Python numbers them (ends kept): "\n", "\r\n" or "\r" ends it, nothing else (unlike
-# str.splitlines). Here rather than analysis.syntax's: the first pass never loads libcst.
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 
 def _class_text(lines: list[str], node: ast.ClassDef) -> Optional[tuple[str, int]]:

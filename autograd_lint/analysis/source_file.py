@@ -27,7 +27,7 @@ from autograd_lint.analysis.module_index import (
 from autograd_lint.analysis.names import ModuleName, Scope, module_name_of
 from autograd_lint.analysis.project import ProjectFacts
 from autograd_lint.cache import content_hash
-from autograd_lint.source import SourceError, read_bytes, text_of
+from autograd_lint.source import SourceError, read_bytes, source_lines, text_of
 
 if TYPE_CHECKING:
     from autograd_lint.analysis.class_model import Method
@@ -87,8 +87,6 @@ class SourceFile:
     def lines(self) -> list[str]:
         """The lines, ends kept, as Python numbers them: split only when asked (most files that
         are linted only for their call sites never need them)."""
-        from autograd_lint.analysis.syntax import source_lines
-
         return source_lines(self.text)
 
     # --- syntax -----------------------------------------------------------------------------
@@ -168,6 +166,7 @@ class SourceFile:
         if not index.function_classes:
             self._light_index = (function_names, light_index(index))
             self._tree = self._skeleton = None
+            self.__dict__.pop("lines", None)  # (the facts may have split them) split again if asked
 
     def analysable(self, project: ProjectFacts) -> bool:
         """Is there what ``analysis(project)`` needs: the index kept for the project's Function

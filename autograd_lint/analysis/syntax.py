@@ -303,13 +303,3 @@ def names_read(node: cst.CSTNode) -> set[str]:
             result.add(current.value)
         stack.extend(code_children(current))
     return result
-
-
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
-
-
-def source_lines(text: str) -> list[str]:
-    """The lines of a module as Python numbers them (ends kept). Not ``str.splitlines``: that
-    also breaks at form feeds, ``\x1c``-``\x1e`` and ``\u2028``, which Python allows inside
-    comments and strings, and line numbers would drift from the parser's."""
-    return _LINE.findall(text)

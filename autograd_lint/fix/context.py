@@ -25,10 +25,11 @@ from autograd_lint.analysis.module import ModuleAnalysis
 from autograd_lint.analysis.positions import Position, node_positions
 from autograd_lint.analysis.project import ProjectFacts
 from autograd_lint.analysis.source_file import SourceFile
-from autograd_lint.analysis.syntax import code_children, source_lines
+from autograd_lint.analysis.syntax import code_children
 from autograd_lint.analysis.whole_module import AssembledModule, assemble
 from autograd_lint.catalogue import RULES
 from autograd_lint.findings import Finding
+from autograd_lint.source import source_lines
 
 NodeT = TypeVar("NodeT", bound=cst.CSTNode)
 

@@ -7,7 +7,7 @@ import difflib
 import os
 import stat
 
-from autograd_lint.analysis.syntax import source_lines
+from autograd_lint.source import source_lines
 
 
 def write_atomically(path: str, data: bytes) -> None:
