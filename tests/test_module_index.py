@@ -8,7 +8,9 @@ from __future__ import annotations
 import ast
 import re
 
-from autograd_lint.analysis.module_index import _structure_lines, build_module_index
+import pytest
+
+from autograd_lint.analysis.module_index import _gradcheck_and_apply, _structure_lines, build_module_index
 from conftest import REPO_ROOT
 
 MODULE = '''\
@@ -92,3 +94,11 @@ def test_many_class_names_find_the_same_call_lines_as_few() -> None:
     names = [f"Fn{i}" for i in range(20)] + ["pkg.Fn3"]
     one_by_one = set().union(*(module_index._call_lines(text, [name], apply_and_gradcheck=False) for name in names))
     assert module_index._call_lines(text, names, apply_and_gradcheck=False) == one_by_one == {1, 2, 7, 8, 9, 10, 11}
+
+
+@pytest.mark.parametrize("text", [".apply", ".applyx", "a.apply_(", "F.apply(x)\n", "gradchecks.apply", ".apply\u00e9",
+                                  ".apply\u0661", "gradcheckgradcheck", "x = Fn.apply\n# gradcheck(\n", ""])
+def test_gradcheck_and_apply_are_found_as_the_regex_finds_them(text):
+    # `_call_lines` scans for both literals with str.find: the same places as the regex it replaced
+    # (``\b`` after `.apply`: no word character, Unicode letters and digits included, follows).
+    assert sorted(_gradcheck_and_apply(text)) == [m.start() for m in re.finditer(r"gradcheck|\.apply\b", text)]
