@@ -1,7 +1,7 @@
 """Suppression comments, as flake8 reads them: the unit of autograd_lint.suppression."""
 
 from autograd_lint.findings import Finding
-from autograd_lint.suppression import apply_suppressions, disabled_codes, noqa_codes
+from autograd_lint.suppression import apply_suppressions, comments, disabled_codes, noqa_codes
 
 
 def finding(line: int, code: str = "AGL201") -> Finding:
@@ -43,3 +43,12 @@ def test_class_disable_covers_the_whole_class_and_only_it():
     found = [finding(3), finding(4, "AGL301"), finding(4, "AGL402"), finding(5)]
     kept = apply_suppressions(found, lines, [(2, 1, 4)])
     assert [(f.line, f.code) for f in kept] == [(4, "AGL402"), (5, "AGL201")]
+
+
+def test_comments_naming_agl_codes_are_found_in_any_case():
+    # The quick check before tokenizing matches the lowercased text: NOQA and agl in any case pass
+    # it; the file is then tokenized, and every noqa comment is kept (not the string's).
+    text = 'x = 1  # NoQa: agl201\ny = "# noqa: AGL201"  # noqa: E501\nz = 2  # Autograd-Lint: disable=AGL201\n'
+    assert [(c.line, c.text) for c in comments(text)] == [
+        (1, "# NoQa: agl201"), (2, "# noqa: E501"), (3, "# Autograd-Lint: disable=AGL201")]
+    assert comments("x = 1  # noqa: E501\n") == []
