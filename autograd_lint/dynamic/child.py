@@ -630,7 +630,12 @@ def _uncertain_on_guesses(cls: type, inputs: Any, names: list[str], found: list,
                             "gradgradcheck: the first derivative is right only once the iterations settle"]
     stand_ins = _stand_ins_passed(inputs, names)
     if stand_ins:
-        found = [_judged_on_stand_ins(finding, stand_ins) for finding in found]
+        judged = [_judged_on_stand_ins(finding, stand_ins) for finding in found]
+        if any(finding is None for finding in judged):
+            entry["skipped"] = [skipped for skipped in entry["skipped"] if "(AGL908)" not in skipped]
+            entry["skipped"].append(f"gradcheck's verdict: forward returned its input unchanged with a stand-in "
+                                    f"callable for {stand_ins}, which says nothing of the class's own function")
+        found = [finding for finding in judged if finding is not None]
     result = []
     for finding in found:
         if finding.level in ("warning", "info"):
@@ -820,20 +825,20 @@ def _stand_ins_passed(inputs: Any, names: list[str]) -> str:
                      for index, value in enumerate(values) if is_stand_in(value))
 
 
-def _judged_on_stand_ins(finding: Any, stand_ins: str) -> Any:
+def _judged_on_stand_ins(finding: Any, stand_ins: str) -> Optional[Any]:
     """A gradient finding on inputs with a stand-in callable: the class's own function (a circuit,
-    an operator) may be what backward's formula assumes, so an AGL901 is a warning; and a
-    "gradient modifier" read from a forward that returned its input is the identity's doing, not
-    the class's design: an AGL901 warning too, not an AGL908 label."""
+    an operator) may be what backward's formula assumes, so an AGL901 is a warning. A "gradient
+    modifier" read from a forward that returned its input is the identity's doing: neither a
+    label (AGL908) nor a finding can be read from it (None), whether the class is a
+    straight-through estimator over the function it is given or a formula for that function."""
     from autograd_lint.dynamic.by_design import MODIFIER
 
-    doubt = (f" (not certain: a stand-in callable was passed for {stand_ins}, and backward may assume the "
-             "package's own function; declare an @example to check it on real inputs)")
     if finding.code == "AGL901" and finding.level not in ("warning", "info"):
-        return replace(finding, level="warning", message=finding.message + doubt)
+        return replace(finding, level="warning", message=(
+            f"{finding.message} (not certain: a stand-in callable was passed for {stand_ins}, and backward may "
+            "assume the package's own function; declare an @example to check it on real inputs)"))
     if finding.code == "AGL908" and MODIFIER in finding.message:
-        return replace(finding, code="AGL901", level="warning",
-                       message=f"gradcheck failed, on a forward that returned its input unchanged{doubt}")
+        return None
     return finding
 
 
