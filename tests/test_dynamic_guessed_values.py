@@ -62,8 +62,8 @@ def test_a_gradient_for_a_number_guessed_from_its_name_is_a_warning():
     import torch
 
     from autograd_lint.dynamic.checks import run_checks
-    from autograd_lint.dynamic.child import _uncertain_on_guesses
     from autograd_lint.dynamic.inputs import ChosenInputs
+    from autograd_lint.dynamic.judging import uncertain_on_guesses
 
     spec = importlib.util.spec_from_file_location("guessed_values", REPO_ROOT / MODULE)
     module = importlib.util.module_from_spec(spec)
@@ -72,7 +72,7 @@ def test_a_gradient_for_a_number_guessed_from_its_name_is_a_warning():
     def judged(cls, make, names):
         chosen = ChosenInputs("synthesized", "a guess", make, "", make)
         found = run_checks(cls, make, names).findings
-        return {f.code: f for f in _uncertain_on_guesses(cls, chosen, names, found, {"ran": []})}
+        return {f.code: f for f in uncertain_on_guesses(cls, chosen, names, found, {"ran": []})}
 
     def marginals():
         return (0.5, torch.rand(4, dtype=torch.float64, requires_grad=True),

@@ -20,7 +20,7 @@ class Candidate:
     guessed: tuple[int, ...] = ()
     # Guessed tensors passed without grad because backward gives them no gradient: constants of
     # the Function whose shapes are guesses (a filter bank, an operator), so a failed gradcheck
-    # for the other inputs may be the guess's fault (child.py makes it a warning).
+    # for the other inputs may be the guess's fault (judging.py makes it a warning).
     guessed_constants: tuple[str, ...] = ()
     # The arguments came from the package's own code (``callers``): their shapes are real, so a
     # tensor passed without grad is no guessed constant (nothing is made uncertain by it).

@@ -88,7 +88,7 @@ class GradcheckOutcome:
     note: str = ""
     # Failing inputs that forward does not read (finite differences all zero) and backward gives a
     # gradient: the class presumes a coupling with another input (``factor`` the factorization of
-    # ``a``) or a surrogate; on guessed inputs that is unknown, not a bug (child.py).
+    # ``a``) or a surrogate; on guessed inputs that is unknown, not a bug (judging.py).
     unread: tuple[int, ...] = ()
     # The failing inputs whose every disagreeing element forward ignores (``_fails_only_where_ignored``).
     ignored: tuple[int, ...] = ()
@@ -107,7 +107,7 @@ class RuntimeFinding:
     # For a runtime code graded by harm (AGL906): this finding's severity; empty: the catalogue's.
     level: str = ""
     # AGL903: every wrong shape is a gradient for a smaller input that broadcasts to the one
-    # given (a 0-d gradient for a (3, 4) input): on guessed shapes, the guess's doing (child.py).
+    # given (a 0-d gradient for a (3, 4) input): on guessed shapes, the guess's doing (judging.py).
     smaller_inputs_only: bool = False
     # AGL903: every problem is a gradient for an input that is not a tensor: those inputs.
     non_tensor_inputs: tuple[int, ...] = ()
@@ -368,7 +368,7 @@ def _on_symmetric_companions(cls: type, make_inputs: Callable[[], tuple], names:
 def _passes_when_symmetric(cls: type, make_inputs: Callable[[], tuple], names: list[str]) -> tuple[int, ...]:
     """The plain square float matrices among the inputs (no structure known for them) with which
     gradcheck passes once they are symmetric: a backward derived for a covariance or a Gram
-    matrix assumes it. Whether the real inputs are symmetric is the caller's to say (child.py
+    matrix assumes it. Whether the real inputs are symmetric is the caller's to say (judging.py
     makes it a warning on guessed inputs only)."""
     structures = structure.of(make_inputs)
     inputs = make_inputs()
