@@ -1108,9 +1108,12 @@ def test_iterative_forwards_get_stand_in_functions_and_are_judged_once_they_sett
     # Unsettled, the bisection's output steps: no straight-through label for it either (AGL908 is
     # off by default, so the report's own list is what shows it).
     assert "AGL908" not in inverse["runtime_findings"]
+    newton = function(report, "NewtonSquareRoot")  # no function given: `n` alone, a `range(n)` count
+    assert "gradcheck with the iterations left to settle (n=60)" in newton["ran"] and newton["runtime_findings"] == []
     wrong = runtime(findings, "iterative_solvers.py", "AGL901")
-    assert set(wrong) == {"FixedPointWrong"} and wrong["FixedPointWrong"]["severity"] == "error"
-    assert not [f for f in findings if f["path"].endswith("iterative_solvers.py") and f["function_class"] != "FixedPointWrong"]
+    assert {name: entry["severity"] for name, entry in wrong.items()} == {
+        "FixedPointWrong": "warning", "NewtonSquareRootWrong": "error"}  # a stand-in `func`: a warning
+    assert not [f for f in findings if f["path"].endswith("iterative_solvers.py") and f["function_class"] not in wrong]
 
 
 def test_segment_lengths_and_edge_lists_index_the_first_tensor_s_rows(fixture_run):
@@ -1140,6 +1143,18 @@ def test_a_failure_on_guesses_that_the_package_s_own_inputs_pass_is_a_warning(fi
     assert found == {("PaddedProduct", "AGL901", "warning"), ("PaddedProductWrong", "AGL901", "error")}
     warning = next(f for f in findings if f["function_class"] == "PaddedProduct")
     assert "(not certain: on what the package itself passes (padded_product()) gradcheck does not fail" in warning["message"]
+
+
+def test_a_failure_on_a_stand_in_callable_is_a_warning_and_no_gradient_modifier(fixture_run):
+    # fixtures/dynamic/stand_in_callables.py: `square` called in forward gets the identity.
+    _, findings, report = fixture_run
+    assert function(report, "SquaredThrough")["inputs"]["detail"] == "same (3, 4): x (3, 4), square=identity"
+    assert function(report, "SquaredThrough")["runtime_findings"] == ["AGL901"]  # not AGL908
+    found = {(f["function_class"], f["code"], f["severity"]) for f in findings
+             if f["path"].endswith("stand_in_callables.py")}
+    assert found == {("SquaredThrough", "AGL901", "warning"), ("SquaredWrong", "AGL901", "error")}
+    warning = next(f for f in findings if f["function_class"] == "SquaredThrough")
+    assert "(not certain: a stand-in callable was passed for `square`=identity" in warning["message"]
 
 
 def test_the_packages_docstring_examples_build_what_no_guess_can(fixture_run):

@@ -628,6 +628,9 @@ def _uncertain_on_guesses(cls: type, inputs: Any, names: list[str], found: list,
         found = [finding for finding in found if finding.code not in _GRADCHECK_FAILED]
         entry["skipped"] = [*(skipped for skipped in entry["skipped"] if not skipped.startswith("gradgradcheck")),
                             "gradgradcheck: the first derivative is right only once the iterations settle"]
+    stand_ins = _stand_ins_passed(inputs, names)
+    if stand_ins:
+        found = [_judged_on_stand_ins(finding, stand_ins) for finding in found]
     result = []
     for finding in found:
         if finding.level in ("warning", "info"):
@@ -803,6 +806,35 @@ def _passes_on_the_package_s_inputs(cls: type, inputs: Any, names: list[str], en
     passed = "gradcheck" in again.ran and not any(f.code == "AGL901" for f in again.findings)
     return (f"{label}, where the gradient is by design: {by_design[0].message.split(':')[0]}" if by_design else label) \
         if passed else None
+
+
+def _stand_ins_passed(inputs: Any, names: list[str]) -> str:
+    """The stand-in callables among the inputs, as ``func=identity`` (empty where there is none)."""
+    from autograd_lint.dynamic.synthesis import is_stand_in
+
+    try:
+        values = inputs.make_inputs()
+    except BaseException:  # noqa: B036 - the inputs were built once already; a second build may still fail
+        return ""
+    return ", ".join(f"`{names[index] if index < len(names) else index}`={value!r}"
+                     for index, value in enumerate(values) if is_stand_in(value))
+
+
+def _judged_on_stand_ins(finding: Any, stand_ins: str) -> Any:
+    """A gradient finding on inputs with a stand-in callable: the class's own function (a circuit,
+    an operator) may be what backward's formula assumes, so an AGL901 is a warning; and a
+    "gradient modifier" read from a forward that returned its input is the identity's doing, not
+    the class's design: an AGL901 warning too, not an AGL908 label."""
+    from autograd_lint.dynamic.by_design import MODIFIER
+
+    doubt = (f" (not certain: a stand-in callable was passed for {stand_ins}, and backward may assume the "
+             "package's own function; declare an @example to check it on real inputs)")
+    if finding.code == "AGL901" and finding.level not in ("warning", "info"):
+        return replace(finding, level="warning", message=finding.message + doubt)
+    if finding.code == "AGL908" and MODIFIER in finding.message:
+        return replace(finding, code="AGL901", level="warning",
+                       message=f"gradcheck failed, on a forward that returned its input unchanged{doubt}")
+    return finding
 
 
 def _range_stop(call: ast.Call) -> Optional[str]:

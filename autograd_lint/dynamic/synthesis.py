@@ -726,6 +726,11 @@ class _Mixing(_Identity):
 _mixing = _Mixing()
 
 
+def is_stand_in(value: Any) -> bool:
+    """Whether ``value`` is one of the stand-in callables (the identity, the tanh mixing)."""
+    return isinstance(value, _Identity)
+
+
 # Error text -> what the parameter guessed as a tensor should be instead, most likely first.
 _WANTS = (
     (re.compile(r"not callable|is not a callable|callable"), (_identity,)),
