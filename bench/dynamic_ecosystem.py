@@ -123,19 +123,21 @@ rr-layer as `RR_layer`, basisconvolution as `BasisConvolution`::
     /tmp/venv-blind14/bin/pip uninstall -y torchvision torchaudio
     PYTHONPATH=. /tmp/venv-blind14/bin/python bench/dynamic_ecosystem.py run --batch blind14 --out /tmp/blind14-now
 
-`--batch blind15` selects the fifteenth blind batch (issue 29's measure, again): twenty more pure-PyTorch packages,
-in an environment of their own (bench/dynamic-blind15-constraints.txt, torch pinned, and setuptools < 81: it goes in
+`--batch blind15` selects the fifteenth blind batch (issue 29's measure, again): twenty more pure-PyTorch packages, in
+an environment of their own (bench/dynamic-blind15-constraints.txt, torch pinned, and setuptools < 81: it goes in
 PIP_CONSTRAINT, which pip also reads for the sdists it builds, deepspeed's among them, pulled in by astrotime);
 ipython, opencv-python-headless and plotly are needs that adfwi-torch, grad-cam and torch-activation do not declare
-(their modules with Function classes import them). No package of the batch pulls torchvision in (adv-lib, dropped,
-did: it does not load its operators with this torch build). adfwi-torch installs as `ADFWI`, aequitas-fairlib as
-`fairlib`, fuzzy-tiling-activation as `fta`, grad-cam as `pytorch_grad_cam`, torch-snake as `snake`::
+(their modules with Function classes import them); torchvision, which astrotime pulls in through timm, is removed (it
+does not load its operators with this torch build; no module with a Function class needs it). adfwi-torch installs as
+`ADFWI`, aequitas-fairlib as `fairlib`, fuzzy-tiling-activation as `fta`, grad-cam as `pytorch_grad_cam`, torch-snake
+as `snake`::
 
     python3 -m venv /tmp/venv-blind15
     PIP_CONSTRAINT=bench/dynamic-blind15-constraints.txt /tmp/venv-blind15/bin/pip install -e . torch==2.13.0 \
         adfwi-torch aequitas-fairlib agent-torch alphagenome-pt astrotime complextensor complextorch cplxmodule \
         fuzzy-tiling-activation grad-cam loglu-pytorch nn-pruning pytorch-logit-logic stdplus-ext torch-activation \
         torch-kirigami torch-remat torch-snake torch-tract torchlens ipython opencv-python-headless plotly
+    /tmp/venv-blind15/bin/pip uninstall -y torchvision
     PYTHONPATH=. /tmp/venv-blind15/bin/python bench/dynamic_ecosystem.py run --batch blind15 --out /tmp/blind15-now
 """
 
