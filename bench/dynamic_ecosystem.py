@@ -122,6 +122,23 @@ rr-layer as `RR_layer`, basisconvolution as `BasisConvolution`::
         torch-named-linops torch-rating torchmore torchsympy voxel pytest
     /tmp/venv-blind14/bin/pip uninstall -y torchvision torchaudio
     PYTHONPATH=. /tmp/venv-blind14/bin/python bench/dynamic_ecosystem.py run --batch blind14 --out /tmp/blind14-now
+
+`--batch blind15` selects the fifteenth blind batch (issue 29's measure, again): twenty more pure-PyTorch packages, in
+an environment of their own (bench/dynamic-blind15-constraints.txt, torch pinned, and setuptools < 81: it goes in
+PIP_CONSTRAINT, which pip also reads for the sdists it builds, deepspeed's among them, pulled in by astrotime);
+ipython, opencv-python-headless and plotly are needs that adfwi-torch, grad-cam and torch-activation do not declare
+(their modules with Function classes import them); torchvision, which astrotime pulls in through timm, is removed (it
+does not load its operators with this torch build; no module with a Function class needs it). adfwi-torch installs as
+`ADFWI`, aequitas-fairlib as `fairlib`, fuzzy-tiling-activation as `fta`, grad-cam as `pytorch_grad_cam`, torch-snake
+as `snake`::
+
+    python3 -m venv /tmp/venv-blind15
+    PIP_CONSTRAINT=bench/dynamic-blind15-constraints.txt /tmp/venv-blind15/bin/pip install -e . torch==2.13.0 \
+        adfwi-torch aequitas-fairlib agent-torch alphagenome-pt astrotime complextensor complextorch cplxmodule \
+        fuzzy-tiling-activation grad-cam loglu-pytorch nn-pruning pytorch-logit-logic stdplus-ext torch-activation \
+        torch-kirigami torch-remat torch-snake torch-tract torchlens ipython opencv-python-headless plotly
+    /tmp/venv-blind15/bin/pip uninstall -y torchvision
+    PYTHONPATH=. /tmp/venv-blind15/bin/python bench/dynamic_ecosystem.py run --batch blind15 --out /tmp/blind15-now
 """
 
 from __future__ import annotations
@@ -189,8 +206,16 @@ BLIND13 = ("xnn", "torchmorph", "deformation_inversion_layer", "torchflows", "zf
 BLIND14 = ("adaswarm", "antsnormflows", "arti", "BasisConvolution", "cache_dit", "creyone_layer", "fast_vollib",
            "GAF_microbatch_pytorch", "gd_vae_pytorch", "kpnn2", "mirai", "photorch", "psf_generator",
            "rotational_update", "RR_layer", "linops", "torchlinops", "torch_rating", "torchmore", "torchsympy", "voxel")
+# Import names of the fifteenth blind batch (issue 29's measure, bench/dynamic-findings.md): pure-PyTorch packages
+# that no earlier batch used, their directories under site-packages (`ADFWI` is adfwi-torch's, `fairlib`
+# aequitas-fairlib's, `fta` fuzzy-tiling-activation's, `pytorch_grad_cam` grad-cam's, `snake` torch-snake's); run
+# once, blind, at the commit the findings name.
+BLIND15 = ("ADFWI", "fairlib", "agent_torch", "alphagenome_pt", "astrotime", "complextensor", "complextorch",
+           "cplxmodule", "fta", "pytorch_grad_cam", "loglu_pytorch", "nn_pruning", "pytorch_logit_logic", "stdplus_ext",
+           "torch_activation", "torch_kirigami", "torch_remat", "snake", "torch_tract", "torchlens")
 BATCHES = {"ecosystem": PACKAGES, "blind7": BLIND7, "blind8": BLIND8, "blind9": BLIND9, "blind10": BLIND10,
-           "blind11": BLIND11, "blind12": BLIND12, "blind13": BLIND13, "blind14": BLIND14}
+           "blind11": BLIND11, "blind12": BLIND12, "blind13": BLIND13, "blind14": BLIND14,
+           "blind15": BLIND15}
 
 
 def run(args: argparse.Namespace) -> int:
