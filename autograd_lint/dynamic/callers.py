@@ -389,7 +389,7 @@ def _runnable(module: Any, owner: Optional[str], name: str, with_subclasses: boo
         return
     if isinstance(declared, (staticmethod, classmethod)):
         yield f"{owner}.{name}()", getattr(holder, name)
-    elif inspect.isfunction(declared) and (not plain or synthesis.own_class(holder)):
+    elif not plain or (inspect.isfunction(declared) and synthesis.own_class(holder)):
         for klass in [holder, *(objects.subclasses(holder) if with_subclasses else ())]:
             instance = objects.built_exactly(klass)
             if instance is not None:

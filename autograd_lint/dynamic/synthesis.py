@@ -252,11 +252,10 @@ def classify(parameter: inspect.Parameter) -> Optional[list[Slot]]:
         return [Slot(name, "value", (default,))]
     if "tensor" in annotation:
         optional = bool(re.search(r"\boptional\b|\bnone\b", annotation))
-        if _LENGTH_NAMES.match(lower):
-            return [Slot(name, LENGTHS, SEGMENTATIONS, optional=optional)]
-        if _EDGE_NAMES.match(lower):
-            return [Slot(name, EDGES, optional=optional)]
-        if lower in INDEX_NAMES or _INDEX_SUFFIX.search(lower) or "long" in annotation:
+        integers = _integer_slot(name, optional)
+        if integers is not None:
+            return integers
+        if "long" in annotation:
             return [Slot(name, INDEX, optional=optional)]
         return [Slot(name, MASK if lower in MASK_NAMES else FLOAT, optional=optional)]
     if has_default and default is not None:
@@ -285,15 +284,24 @@ def classify(parameter: inspect.Parameter) -> Optional[list[Slot]]:
         return [Slot(name, "value", (_identity,))]
     if annotation in ("str", "builtins.str"):
         return None
-    if _LENGTH_NAMES.match(lower):
-        return [Slot(name, LENGTHS, SEGMENTATIONS)]
-    if _EDGE_NAMES.match(lower):
-        return [Slot(name, EDGES)]
-    if lower in INDEX_NAMES or _INDEX_SUFFIX.search(lower):
-        return [Slot(name, INDEX)]
+    integers = _integer_slot(name)
+    if integers is not None:
+        return integers
     if lower in MASK_NAMES:
         return [Slot(name, MASK)]
     return [Slot(name, FLOAT, guessed=True)]
+
+
+def _integer_slot(name: str, optional: bool = False) -> Optional[list[Slot]]:
+    """The integer tensor a name says: segment lengths, an edge list, an index; None for others."""
+    lower = name.lower()
+    if _LENGTH_NAMES.match(lower):
+        return [Slot(name, LENGTHS, SEGMENTATIONS, optional=optional)]
+    if _EDGE_NAMES.match(lower):
+        return [Slot(name, EDGES, optional=optional)]
+    if lower in INDEX_NAMES or _INDEX_SUFFIX.search(lower):
+        return [Slot(name, INDEX, optional=optional)]
+    return None
 
 
 _NUMBER_WORDS = {"int": 2, "float": 0.5, "bool": False}
@@ -535,10 +543,10 @@ def own_class(klass: Any) -> bool:
     """Whether ``klass`` is a class that a package defines: not a builtin, typing's, torch's or
     NumPy's, not an exception, a tensor subclass or a Function class (by their bases' modules:
     this module does not import torch)."""
-    if not isinstance(klass, type) or _FOREIGN_MODULES.match(getattr(klass, "__module__", None) or "builtins"):
+    if not isinstance(klass, type) or issubclass(klass, BaseException) \
+            or _FOREIGN_MODULES.match(getattr(klass, "__module__", None) or "builtins"):
         return False
-    return not any(issubclass(klass, BaseException) or (getattr(base, "__module__", "").startswith("torch")
-                                                         and base.__name__ in ("Tensor", "Function"))
+    return not any(getattr(base, "__module__", "").startswith("torch") and base.__name__ in ("Tensor", "Function")
                    for base in klass.__mro__)
 
 
@@ -1586,9 +1594,9 @@ def read_ranks(cls: type, slots: list[Slot]) -> list[Slot]:
             name = _shape_read(node.value)
             if name in floats and not any(isinstance(element, ast.Starred) for element in elements):
                 exact.setdefault(name, len(elements))
-        elif _dimension_read(node) is not None and _dimension_read(node)[0] in floats:
+        elif (dimension := _dimension_read(node)) is not None and dimension[0] in floats:
             # `x.shape[-3]`, `x.size(3)`: at least three (four) dimensions.
-            name, needed = _dimension_read(node)
+            name, needed = dimension
             if not (name in indexed and indexed[name] is None):
                 indexed[name] = max(needed, indexed.get(name) or 0)
         elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in floats:
