@@ -37,6 +37,7 @@ It prints a table per tree with each time as a ratio to ruff's, and writes every
     python bench/run.py                                # torch and the peers, 5 rounds
     python bench/run.py --rounds 3 --tree ~/src/kornia --no-flake8 --out bench/results.json
     python bench/run.py --base 66cfb9d --rounds 9 --no-flake8   # this checkout against 66cfb9d
+    python bench/run.py --base 66cfb9d --rounds 7 --flake8-rounds 2 --readme  # README's table
 
 This is a benchmark, not a test: nothing here asserts a number.
 """
@@ -294,6 +295,61 @@ def print_table(result: dict) -> None:
               f" (per round: {', '.join(f'{w / wo:.3f}' for w, wo in zip(with_plugin, without))})")
 
 
+def readme_table(results: dict) -> str:
+    """The README's speed table (between its ``bench-table`` markers): one row per command,
+    seconds and the ratio to ruff for each tree, peak memory for the first tree (torch); then,
+    for the first tree, this checkout against ``--base`` and flake8 with the plugin against
+    without it."""
+    trees = results["trees"]
+    names = list(trees[0]["rows"])
+    header = ["command"]
+    for index, tree in enumerate(trees):
+        label = Path(tree["tree"]).name
+        header += [f"{label}: s", "× ruff"] + (["peak MB"] if index == 0 else [])
+    lines = ["| " + " | ".join(header) + " |", "|---" + "|---:" * (len(header) - 1) + "|"]
+    files = ["files (MB)"]
+    for index, tree in enumerate(trees):
+        files += [f"{tree['files']:,} ({tree['megabytes']:.2g})", ""] + ([""] if index == 0 else [])
+    lines.append("| " + " | ".join(files) + " |")
+    for name in names:
+        emphasised = name in ("autograd-lint cold", "autograd-lint warm")
+        cells = [f"**{name}**" if emphasised else name]
+        for index, tree in enumerate(trees):
+            row = tree["rows"].get(name)
+            ruff = tree["rows"].get("ruff check (default rules)", {}).get("median_s")
+            if row is None:
+                cells += ["", ""] + ([""] if index == 0 else [])
+                continue
+            ratio = f"{row['median_s'] / ruff:.2f}" if ruff else "-"
+            cells += [f"{row['median_s']:.2f}", f"**{ratio}**" if emphasised else ratio]
+            if index == 0:
+                cells.append(f"{row['peak_mb']:.0f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    first = trees[0]
+    label = Path(first["tree"]).name
+    rows = first["rows"]
+    against = [f"{name}: {row['median_s'] / rows[f'{name} ({base})']['median_s']:.2f}x"
+               for name, row in rows.items()
+               for base in [next((key[len(name) + 2:-1] for key in rows if key.startswith(f"{name} (base ")), None)]
+               if base is not None]
+    if against:
+        lines.append(f"\n{label} this/base: " + ", ".join(against))
+    if FLAKE8_WITH in rows:
+        per_round = ", ".join(f"{w / wo:.3f}" for w, wo in zip(rows[FLAKE8_WITH]["runs_s"], rows[FLAKE8_WITHOUT]["runs_s"]))
+        lines.append(f"{label} flake8 with/without "
+                     f"{rows[FLAKE8_WITH]['median_s'] / rows[FLAKE8_WITHOUT]['median_s']:.3f} [{per_round}]")
+    return "\n".join(lines) + "\n"
+
+
+def write_readme_table(readme: Path, results: dict) -> None:
+    """Put ``readme_table(results)`` between the README's ``bench-table`` markers."""
+    from autograd_lint.dev import table_bounds
+
+    text = readme.read_text(encoding="utf-8")
+    start, end = table_bounds(text, "bench-table")
+    readme.write_text(text[:start] + readme_table(results) + text[end:], encoding="utf-8")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tree", action="append", type=Path, help="a tree to lint (default: torch)")
@@ -303,6 +359,8 @@ def main() -> int:
     parser.add_argument("--no-flake8", action="store_true", help="leave the flake8 commands out")
     parser.add_argument("--out", type=Path, help="write the results as JSON here")
     parser.add_argument("--base", metavar="REV", help="also run another commit's autograd-lint, paired round by round")
+    parser.add_argument("--readme", action="store_true",
+                        help="write the table into README.md, between its bench-table markers")
     args = parser.parse_args()
     if args.rounds < 1 or args.flake8_rounds < 1:
         parser.error("--rounds and --flake8-rounds must be at least 1")
@@ -323,6 +381,9 @@ def main() -> int:
         print_table(tree_result)
     if args.out:
         args.out.write_text(json.dumps(results, indent=2) + "\n")
+    if args.readme:
+        write_readme_table(REPO / "README.md", results)
+        print("README.md: speed table written", flush=True)
     return 0
 
 

@@ -128,6 +128,22 @@ def test_decode_source_matches_python(tmp_path):
     assert decode_source(text.encode("cp1252")) == text
 
 
+@pytest.mark.parametrize("data, encoding", [
+    (b"x = 1\r\ny = '\\x7f'\n", "utf-8"),  # ASCII only: Latin-1's decoder, the same text
+    ("x = 'é'\n".encode(), "utf-8"),
+    (b"# coding: ascii\nx = 1\n", "ascii"),
+])
+def test_ascii_fast_path_gives_the_text_python_reads(data, encoding):
+    assert decode_source(data) == data.decode(encoding)
+
+
+def test_ascii_bytes_under_a_utf16_cookie_are_still_refused():
+    """The fast path is for files without a cookie: ASCII bytes are not valid UTF-16 (Python
+    refuses to compile them too)."""
+    with pytest.raises(SourceError, match="utf-16"):
+        decode_source(b"# -*- coding: utf-16 -*-\nx = 1\n")
+
+
 # --- the CLI on bad files: never a traceback, never a stop ----------------------------------------
 
 BAD_FILES = {
