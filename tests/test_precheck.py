@@ -62,6 +62,20 @@ def test_a_function_class_is_one_derived_from_a_name_of_torchs_function_or_an_al
         assert not summarize(text).defines_function, text
 
 
+def test_aliases_and_imported_names_are_read_from_import_statements_whole():
+    """An alias of Function is an import's (a docstring's "Function as F" is none), and an import
+    that a backslash continues, or parentheses, is read to its end."""
+    continued = ("from torch.autograd import Tensor, \\\n    Function as AutogradFn\n"
+                 "class X(AutogradFn):\n    pass\n")
+    assert summarize(continued).defines_function
+    assert summarize(continued.replace("\n", "\r\n")).defines_function
+    parenthesised = "from torch.autograd import (\n    Function as AutogradFn,\n)\nclass X(AutogradFn): pass\n"
+    assert summarize(parenthesised).defines_function
+    in_a_docstring = '"""Use torch.autograd.Function as Base."""\nclass X(Base):\n    pass\n'
+    assert not summarize(in_a_docstring).defines_function
+    assert {"MyFn", "Other"} <= imported_words("from .ops import Other, \\\n    MyFn\nx = 1\n")
+
+
 def test_a_function_class_derived_from_an_alias_is_linted(tmp_path):
     from autograd_lint.engine import CodeSet, lint_paths
 

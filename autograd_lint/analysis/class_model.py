@@ -348,10 +348,16 @@ class FunctionModel:
                     return small
         return None
 
-    def helper(self, call: cst.Call) -> Optional[Method]:
+    def helper(self, call: cst.Call, passing: Optional[Callable[[cst.BaseExpression], bool]] = None
+               ) -> Optional[Method]:
         """The helper a call in forward/backward runs, when this file shows its body: a static or
         class method of this class (``MyFn._step(x)``, ``cls._step(x)``) or a module-level
-        function of the file (``_step(x)``, not imported)."""
+        function of the file (``_step(x)``, not imported). ``passing``: what a rule follows into
+        helpers (a tracked tensor, a tensor): None unless the call passes such an argument, so
+        that a module-level helper given none of them is not parsed (``bind_arguments`` binds
+        only the call's own arguments, so nothing the rule follows could reach it)."""
+        if passing is not None and not any(passing(arg.value) for arg in call.args):
+            return None
         func = call.func
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in (
                 self.name, "cls"):

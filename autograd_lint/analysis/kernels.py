@@ -427,8 +427,12 @@ def handoffs(model: "FunctionModel", method: "Method", sources: dict[str, str], 
                 break
     if depth >= _HELPER_DEPTH:
         return found
+    def followed(value: cst.BaseExpression) -> bool:
+        source = flow.root(value)
+        return source is not None and source not in tested
+
     for call in method.nodes_of(cst.Call):
-        helper = model.helper(call)
+        helper = model.helper(call, passing=followed)
         if helper is None or helper.node is method.node:
             continue
         bound = bind_arguments(helper, call) or {}

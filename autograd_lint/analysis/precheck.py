@@ -76,7 +76,8 @@ def summarize(text: str) -> TextSummary:
     base_words: set[str] = set()
     function_chars = 0
     defines_function = False
-    torch_function_names = _TORCH_FUNCTION_NAMES | _aliases_of_torch_function(text)
+    imported, relative, import_text = _imported_words(text)
+    torch_function_names = _TORCH_FUNCTION_NAMES | _aliases_of_torch_function(import_text)
     for line_start, match in _class_statements(text):
         words = _WORD.findall(match.group(1))
         base_words.update(words)
@@ -86,7 +87,6 @@ def summarize(text: str) -> TextSummary:
         # Function class (``MyBaseFunction``; which ones are is known only once files are parsed).
         if any(word.endswith("Function") or word in torch_function_names for word in words):
             function_chars += _block_length(text, line_start, match)
-    imported, relative = _imported_words(text)
     return TextSummary(
         defines_function=defines_function,
         base_words=frozenset(base_words),
@@ -103,7 +103,9 @@ def summarize(text: str) -> TextSummary:
 
 def _aliases_of_torch_function(text: str) -> set[str]:
     """``F`` of ``from torch.autograd import Function as F`` (and of the other names of torch's
-    Function base classes): ``class MyFn(F)`` defines a Function class too."""
+    Function base classes): ``class MyFn(F)`` defines a Function class too. ``text``: the file's
+    import statements (``_imported_words``), the only place a class is aliased: a pass over a
+    few lines, not another over the whole file."""
     aliases = set()
     for match in _NAME_AS.finditer(text) if "Function" in text else ():
         start = match.start()
@@ -169,35 +171,48 @@ def imported_words(text: str) -> set[str]:
     return _imported_words(text)[0]
 
 
-def _imported_words(text: str) -> tuple[set[str], set[str]]:
+def _imported_words(text: str) -> tuple[set[str], set[str], str]:
     """Every word of the import statements (the names a module can use from other modules),
-    and the names that relative imports bind; except those imported from the standard library, which cannot hold a project's Function
-    class (``from typing import Type`` must not make a file a user of a Function named Type).
+    the names that relative imports bind, and the statements' text; except the statements that
+    import from the standard library, which cannot hold a project's Function class (``from
+    typing import Type`` must not make a file a user of a Function named Type).
 
     Searching the literal ``import`` with ``str.find`` and looking around it is 5x faster than a
     line-anchored regex (and ``str.find`` beats the regex engine at finding a literal); a few
     non-import lines that start with `import...` words only add words."""
     statements = []
     relative: set[str] = set()  # what the relative imports bind
-    find = text.find
+    find, rfind = text.find, text.rfind
     position = find("import")
     while position >= 0:
-        start = text.rfind("\n", 0, position) + 1
+        start = rfind("\n", 0, position) + 1
         head = text[start:position].lstrip(" \t") if start < position else ""
         # `import m` first on its line, or `from m import ...` where m is not the standard library's
-        if not head or (head.startswith("from ") and head[5:].strip().split(".")[0] not in _STANDARD_LIBRARY):
-            end = find("\n", position)
-            if end < 0:
-                end = len(text)
-            opening = find("(", position, end)
-            if opening >= 0 and find(")", opening, end) < 0:  # `from m import (\n a,\n b,\n)`
-                close = find(")", end)
-                end = len(text) if close < 0 else close
-            statements.append(text[start:end])
-            if head.startswith("from ."):  # a relative import: the names it binds (AGL002)
-                relative.update(_bound_names(text[position + 6:end]))
+        if head and (head[:5] != "from " or head[5:].strip().partition(".")[0] in _STANDARD_LIBRARY):
+            position = find("import", position + 6)
+            continue
+        end = find("\n", position)
+        while end > 0 and text[end - 1 - (text[end - 1] == "\r")] == "\\":  # a backslash continues it
+            end = find("\n", end + 1)
+        if end < 0:
+            end = len(text)
+        opening = find("(", position, end)
+        if opening >= 0 and find(")", opening, end) < 0:  # `from m import (\n a,\n b,\n)`
+            close = find(")", end)
+            end = len(text) if close < 0 else close
+        statements.append(text[start:end])
+        if head[:6] == "from .":  # a relative import: the names it binds (AGL002)
+            relative.update(_bound_names(text[position + 6:end]))
         position = find("import", position + 6)
-    return set(_WORD.findall("\n".join(statements))), relative
+    joined = "\n".join(statements)
+    # The words: with ASCII text, splitting at every other character (translate) is 1.5x faster
+    # than the regex, and finds the same words.
+    words = joined.translate(_NOT_WORD).split() if joined.isascii() else _WORD.findall(joined)
+    return set(words), relative, joined
+
+
+# Every ASCII character that is not part of a word (``\w``), to a space.
+_NOT_WORD = str.maketrans({chr(i): " " for i in range(128) if not (chr(i).isalnum() or chr(i) == "_")})
 
 
 def _bound_names(items: str) -> Iterator[str]:

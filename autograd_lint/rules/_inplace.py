@@ -163,7 +163,8 @@ def _helper_writes(model: FunctionModel, caller: Method, make_tracker: Callable[
     caller_ctx = model.ctx_names(caller)
 
     def helper_writes(statement, call: cst.Call, aliases: frozenset[str], tracker: AliasTracker) -> list[InplaceWrite]:
-        helper = model.helper(call)
+        helper = model.helper(call, passing=lambda value: tracker.tracked(value, aliases) is not None or (
+            isinstance(value, cst.Name) and value.value in caller_ctx))
         bound = bind_arguments(helper, call) if helper is not None else None
         if not bound:
             return []

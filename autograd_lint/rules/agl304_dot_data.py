@@ -147,7 +147,7 @@ def _helper_data_writes(model: FunctionModel, method: Method
         return
     judge = model.judge(method)
     for call in method.nodes_of(cst.Call):
-        helper = model.helper(call)
+        helper = model.helper(call, passing=lambda value: judge(value) is Tensorness.TENSOR)
         bound = bind_arguments(helper, call) if helper is not None else None
         if not bound:
             continue
