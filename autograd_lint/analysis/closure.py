@@ -38,11 +38,14 @@ class CapturedRead:
     tensorness: Tensorness  # of the value that function binds to it
 
 
-def captured_reads(module: ModuleAnalysis, model: FunctionModel) -> list[CapturedRead]:
+def captured_reads(module: ModuleAnalysis, model: FunctionModel,
+                   methods: tuple[str, ...] = METHOD_NAMES) -> list[CapturedRead]:
     """Every name the class's own autograd methods read from an enclosing function, in method
     order (forward, backward, setup_context, jvp, vjp), one entry per name; empty for a class at
     module level, when the file's scopes cannot be read, or when forward reads nothing that an
-    enclosing function binds (the cheap test that spares symtable's compile)."""
+    enclosing function binds (the cheap test that spares symtable's compile). ``methods``: only
+    these (AGL606 asks for forward's alone: judging a read's tensor-ness parses the enclosing
+    function, which no other method's reads then need)."""
     node = model.info.node
     if node.col_offset == 0 or module.source.tree is None:
         return []  # a module-level class sees only globals
@@ -55,7 +58,7 @@ def captured_reads(module: ModuleAnalysis, model: FunctionModel) -> list[Capture
     class_table = path[-1]
     result: list[CapturedRead] = []
     seen: set[str] = set()
-    for name in METHOD_NAMES:
+    for name in (m for m in METHOD_NAMES if m in methods):
         method = model.own(name)
         table = _method_table(class_table, name) if method is not None else None
         if table is None:

@@ -154,6 +154,7 @@ class WorkerPool:
 
         try:
             self.preload()
+            helper.decode_as_they_come()
             answers, _ = self._share_out(step, claimed(helper.claim_from_back), ())
         except BaseException:  # interrupted: the helper stops after its batch, and is waited for
             helper.stop()

@@ -15,9 +15,10 @@ CODE = "AGL606"
 
 def check(module: ModuleAnalysis) -> Iterator[Finding]:
     for model in module.classes:
-        for read in captured_reads(module, model):
-            if read.method.name != "forward" or read.tensorness is not Tensorness.TENSOR:
-                continue  # read by backward only: eager autograd is right; ints, modules, unknowns
+        # Read by backward only: eager autograd is right there.
+        for read in captured_reads(module, model, methods=("forward",)):
+            if read.tensorness is not Tensorness.TENSOR:
+                continue  # ints, modules, unknowns
             compile_note = (", and torch.compile(fullgraph=True) rejects the captured tensor"
                             if model.style == "new" else "")
             yield module.at(
