@@ -17,6 +17,7 @@ from typing import Optional
 
 import libcst as cst
 
+from autograd_lint.analysis.ast_walk import walk
 from autograd_lint.analysis.class_model import METHOD_NAMES, FunctionModel, Method, local_assignments, method_of
 from autograd_lint.analysis.input_evidence import USE_NODE_CLASSES, ParameterUses, collect_uses, judge_parameter
 from autograd_lint.analysis.module import ModuleAnalysis
@@ -232,22 +233,28 @@ def _function_at(tree: ast.Module, name: str, line: int) -> Optional[ast.AST]:
 
 
 def _may_capture(tree: ast.Module, node: ast.ClassDef, model: FunctionModel) -> bool:
-    """Does a method of the class read a name that an enclosing function binds? (A superset of
-    the captured names: symtable then says which reads really are free.)"""
-    bound: set[str] = set()
+    """Does forward (the only method whose captured reads do harm: AGL606) read a name that an
+    enclosing function binds? (A superset of the captured names: symtable then says which reads
+    really are free.) Forward's reads first, then each enclosing function until one binds one of
+    them: those functions can be whole test methods."""
+    forward = model.own("forward")
+    reads = names_read(forward.node) if forward is not None else set()
+    if not reads:
+        return False
     for function in _enclosing_functions(tree, node):
         arguments = function.args
-        bound.update(a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs])
-        bound.update(a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None)
-        for inner in ast.walk(function):
-            if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store):
-                bound.add(inner.id)
-            elif isinstance(inner, (ast.Import, ast.ImportFrom)):
-                bound.update((alias.asname or alias.name).split(".")[0] for alias in inner.names)
-    if not bound:
-        return False
-    forward = model.own("forward")  # the only method whose captured reads do harm (AGL606)
-    return forward is not None and bool(names_read(forward.node) & bound)
+        parameters = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]
+        if any(a is not None and a.arg in reads for a in parameters):
+            return True
+        for inner in walk(function):
+            kind = type(inner)
+            if kind is ast.Name:
+                if inner.id in reads and isinstance(inner.ctx, ast.Store):
+                    return True
+            elif kind is ast.Import or kind is ast.ImportFrom:
+                if any((alias.asname or alias.name).split(".")[0] in reads for alias in inner.names):
+                    return True
+    return False
 
 
 def _enclosing_functions(tree: ast.Module, node: ast.ClassDef) -> list[ast.AST]:
