@@ -338,16 +338,17 @@ def _gather_project_facts(states: list[_State], pool: WorkerPool, cache: Optiona
         return [i for i in indexes if (s := states[i]).summary is not None and s.facts is None
                 and s.error is None and wanted(s.summary)]
 
+    def function_names() -> frozenset[str]:  # the names alone: the workers wait for them
+        return frozenset(ProjectFacts.function_names_of(s.facts for i in indexes if (s := states[i]).facts is not None))
+
     _collect_facts(states, pending(lambda summary: summary.defines_function), pool, cache)
-    facts = _merge([states[i] for i in indexes])
+    names = function_names()
     while True:
-        names = facts.function_names
         new = pending(lambda summary: summary.may_subclass(names))
         if not new:
             break
         _collect_facts(states, new, pool, cache)
-        facts = _merge([states[i] for i in indexes])
-    names = facts.function_names
+        names = function_names()
     _collect_facts(states, pending(lambda summary: summary.may_use(names)), pool, cache, final_names=names)
     # Files in no package whose classes derive from a relatively imported name: nothing here can
     # say what that base is, and AGL002 tells the user (rare: such a file cannot even be imported).

@@ -167,15 +167,12 @@ class ProjectFacts:
             pending.extend(self.bases.get(key, []))
         return False
 
-    @classmethod
-    def merge(cls, all_facts: Iterable[tuple[Optional[ModuleName], FileFacts]],
-              paths: Optional[dict[str, str]] = None) -> "ProjectFacts":
-        """``all_facts``: each file's facts with its module's name (None: a file that only
-        contributes grad_fn attributes). ``paths``: module name -> its file, when known: the
-        sources of subclassed classes carry it (a subclass's finding points at what it inherits)."""
-        all_facts = list(all_facts)
-        located = [(module, facts) for module, facts in all_facts if module is not None]
-        classes = [c for _, facts in located for c in facts.classes]
+    @staticmethod
+    def function_names_of(all_facts: Iterable[FileFacts]) -> set[str]:
+        """``merge(...).function_names`` alone, without the rest of a merge (the name table):
+        what the engine's rounds need to choose the next files to read. Classes derived from
+        torch's Function, then their subclasses, across files, by name."""
+        classes = [c for facts in all_facts for c in facts.classes]
         function_names = {name for name, _, direct, _ in classes if direct}
         changed = True
         while changed:  # subclasses of subclasses, across files, by name: which files to read
@@ -184,6 +181,17 @@ class ProjectFacts:
                 if name not in function_names and any(b in function_names for b in bases):
                     function_names.add(name)
                     changed = True
+        return function_names
+
+    @classmethod
+    def merge(cls, all_facts: Iterable[tuple[Optional[ModuleName], FileFacts]],
+              paths: Optional[dict[str, str]] = None) -> "ProjectFacts":
+        """``all_facts``: each file's facts with its module's name (None: a file that only
+        contributes grad_fn attributes). ``paths``: module name -> its file, when known: the
+        sources of subclassed classes carry it (a subclass's finding points at what it inherits)."""
+        all_facts = list(all_facts)
+        located = [(module, facts) for module, facts in all_facts if module is not None]
+        function_names = cls.function_names_of(facts for _, facts in located)
 
         symbols: dict[ModuleName, ModuleSymbols] = {}
         for module, facts in located:
