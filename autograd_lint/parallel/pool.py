@@ -16,13 +16,12 @@ batch is the policy's to say:
 
 from __future__ import annotations
 
-import gc
 import sys
 from collections import deque
 from typing import TYPE_CHECKING, Callable, Optional
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future, ProcessPoolExecutor
+    from autograd_lint.parallel.worker import WorkerProcess
 
 Task = tuple[int, object]  # (file index, payload)
 Batch = list[Task]
@@ -46,24 +45,23 @@ class WorkerPool:
         self.jobs = max(1, min(jobs, file_count))
         self.make_state, self.preload = make_state, preload
         self.local: Optional[object] = make_state() if self.jobs == 1 else None
-        self._executors: list[ProcessPoolExecutor] = []
+        self._workers: list[WorkerProcess] = []
         self.owners: dict[int, int] = {}  # file index -> worker, once one answered for it or balance() chose one
         self.load: list[tuple[float, float]] = [(0.0, 0.0)] * self.jobs  # see balance()
 
     @property
-    def executors(self) -> list[ProcessPoolExecutor]:
-        """One executor per worker process, made when first needed (a run that stays in one
+    def workers(self) -> list[WorkerProcess]:
+        """One ``WorkerProcess`` per worker, made when first needed (a run that stays in one
         process, a cached run or pre-commit's few files, never imports multiprocessing); each
-        process starts (forks) at its first task."""
-        if not self._executors and self.local is None:
+        process starts (forks) at its first batch."""
+        if not self._workers and self.local is None:
             import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
+
+            from autograd_lint.parallel.worker import WorkerProcess
 
             context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
-            self._executors = [ProcessPoolExecutor(1, mp_context=context, initializer=_start_worker,
-                                                   initargs=(self.make_state,))
-                               for _ in range(self.jobs)]
-        return self._executors
+            self._workers = [WorkerProcess(context, self.make_state) for _ in range(self.jobs)]
+        return self._workers
 
     def worker_of(self, index: int) -> int:
         return self.owners.get(index, index % self.jobs)
@@ -168,8 +166,11 @@ class WorkerPool:
         return answers
 
     def close(self) -> None:
-        for executor in self._executors:
-            executor.shutdown(wait=True, cancel_futures=True)
+        """Stop the workers (each told at once, then each waited for)."""
+        for worker in self._workers:
+            worker.stop()
+        for worker in self._workers:
+            worker.join()
 
     # --- the loop ---------------------------------------------------------------------------
     def _run_here(self, step: Step, tasks: list[Task], shared: tuple) -> dict[int, object]:
@@ -182,29 +183,32 @@ class WorkerPool:
                    shared: tuple) -> tuple[dict[int, object], dict[int, int]]:
         """Each worker is given ``next_batch(worker)`` (empty: nothing more for it) whenever it
         is done with one. Returns (file index -> answer, file index -> the worker that answered)."""
-        from concurrent.futures import FIRST_COMPLETED, wait
+        from multiprocessing.connection import wait
 
         answers: dict[int, object] = {}
         answered_by: dict[int, int] = {}
-        running: dict[Future, tuple[int, list[int]]] = {}
+        workers = self.workers
         told: set[int] = set()  # workers that have the shared arguments
+        by_connection = {}
 
         def submit(worker: int) -> None:
             batch = next_batch(worker)
             if batch:
+                # The shared arguments go with a worker's first batch, when it has nothing in
+                # flight and so is reading (see parallel/worker.py).
                 extra = None if worker in told else shared
                 told.add(worker)
-                future = self.executors[worker].submit(_run_step, step, [p for _, p in batch], extra)
-                running[future] = (worker, [index for index, _ in batch])
+                workers[worker].send([index for index, _ in batch], step, [p for _, p in batch], extra)
+                by_connection[workers[worker].connection] = worker
 
         for worker in range(self.jobs):
             for _ in range(_BATCHES_IN_FLIGHT):  # the next batch waits in the pipe: no idle gap
                 submit(worker)
-        while running:
-            done, _ = wait(running, return_when=FIRST_COMPLETED)
-            for future in done:
-                worker, indexes = running.pop(future)
-                answers.update(zip(indexes, future.result()))
+        while any(w.in_flight for w in workers):
+            for connection in wait([w.connection for w in workers if w.in_flight]):
+                worker = by_connection[connection]
+                indexes, batch_answers = workers[worker].receive()
+                answers.update(zip(indexes, batch_answers))
                 answered_by.update(dict.fromkeys(indexes, worker))
                 submit(worker)
         return answers, answered_by
@@ -221,23 +225,3 @@ def _batches(tasks: list[Task], costs: dict[int, float], size: float) -> list[Ba
         batches[-1].append(task)
         cost += costs.get(task[0], 0.0)
     return [batch for batch in batches if batch]
-
-
-# --- in a worker process ----------------------------------------------------------------------
-
-_STATE: object = None
-_SHARED: tuple = ()
-
-
-def _start_worker(make_state: Callable[[], object]) -> None:
-    global _STATE
-    gc.disable()  # for the whole process: see autograd_lint/gc_pause.py
-    _STATE = make_state()
-
-
-def _run_step(step: Step, payloads: list, shared: Optional[tuple]) -> list:
-    """``shared``: the step's last arguments, or None for "as in this step's previous batch"."""
-    global _SHARED
-    if shared is not None:
-        _SHARED = shared
-    return step(_STATE, payloads, *_SHARED)
