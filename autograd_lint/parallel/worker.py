@@ -2,10 +2,8 @@
 
 The pool sends a batch whole and reads its answer whole, through one ``multiprocessing`` pipe
 per worker, and waits on all the pipes at once (``multiprocessing.connection.wait``): no thread
-of the main process stands between them. (The pool first used one ``concurrent.futures``
-executor per worker: each batch then went through two threads of the main process, a queue
-feeder and the executor's manager, and a worker sat 0.3-0.5 ms between two batches waiting for
-them: bench/NOTES.md.)
+of the main process stands between a batch and its answer (why not ``concurrent.futures``:
+bench/NOTES.md).
 
 A message to the worker is ``(step, payloads, shared)`` (``shared``: None for "as in the last
 batch", so that the project's facts cross the pipe once per step), or None: stop. Its answer is
@@ -47,7 +45,10 @@ class WorkerProcess:
             self.process.start()
             child.close()  # this end is the worker's: its death then reads as the end of the pipe
             self.connection = parent
-        self.connection.send((step, payloads, shared))
+        try:
+            self.connection.send((step, payloads, shared))
+        except OSError:  # the pipe is closed: the worker has died
+            raise self._died() from None
         self.in_flight.append(indexes)
 
     def receive(self) -> tuple[list[int], list]:
@@ -56,14 +57,17 @@ class WorkerProcess:
         try:
             ok, value = self.connection.recv()
         except (EOFError, OSError):
-            self.process.join(timeout=1)
-            raise WorkerDied(f"a worker process ended in the middle of a step (exit code {self.process.exitcode}): "
-                             "out of memory, or killed") from None
+            raise self._died() from None
         indexes = self.in_flight.pop(0)
         if not ok:
             error, text = value
             raise (error or RuntimeError("a step failed in a worker process")) from _RemoteTraceback(text)
         return indexes, value
+
+    def _died(self) -> WorkerDied:
+        self.process.join(timeout=1)
+        return WorkerDied(f"a worker process ended in the middle of a step (exit code {self.process.exitcode}): "
+                          "out of memory, or killed")
 
     def stop(self) -> None:
         """Tell the worker to end (without waiting for it: ``join``). One still at a batch (a step
