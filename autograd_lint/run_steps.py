@@ -518,6 +518,8 @@ def _dependent_results(states: list[_State], given: Sequence[int], others: Seque
     Every finding of such a class (AGL502 aside), not only those a change would cause: which
     ones a change causes needs the file as it was, which a run does not have. Only the files
     holding such a class are read and linted; one result per file with findings."""
+    if not others:  # a run over the whole project: no file left to depend on the given ones
+        return []
     given_modules = {module_name_of(states[i].path).name: i for i in given}
     why = dependent_classes(project, [(module_name_of(states[i].path), states[i].facts) for i in given
                                       if states[i].facts is not None])
