@@ -457,6 +457,9 @@ def _lint_all(states: list[_State], selection_for: Callable[[str], RuleFilter], 
     keys: dict[int, tuple[str, str, str]] = {}
     for i in linted:
         state = states[i]
+        if state.error is None and state.facts is None:
+            results[i] = FileResult(state.path)  # nothing to look at (most files): no selection to ask
+            continue
         codes = CodeSet.of(selection_for(state.path)).codes
         if state.error is not None or state.facts is None:
             results[i] = _unlinted_result(state, codes)  # AGL000, or nothing to look at
