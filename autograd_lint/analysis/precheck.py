@@ -23,7 +23,9 @@ from autograd_lint.analysis.module_index import FUNCTION_BASES
 # (Type parameters, `class Box[T](Base)` since Python 3.12, may sit between the name and the bases.)
 _CLASS_BASES = re.compile(r"class[ \t]+\w+[ \t]*(?:\[.*?\][ \t]*)?\(([^)]*)\)")
 _CODE_LINE_START = re.compile(r"\n([ \t]*)([^ \t\r\n])")
-_APPLY = re.compile(r"\.apply\b")
+# `.apply` and `.grad_fn.` in one pass: a pattern that starts with one literal character is
+# scanned for as fast as `in` scans for a word, and the two `in` passes it replaces cost twice that.
+_APPLY_OR_GRAD_FN = re.compile(r"\.(?:(apply)\b|grad_fn\.)")
 _NAME_AT_END = re.compile(r"(\w+)\Z")
 _GRAD_FN_ATTRIBUTE = re.compile(r"\.grad_fn\.(\w+)\s*=(?!=)")
 _WORD = re.compile(r"\w+")
@@ -77,6 +79,13 @@ def summarize(text: str) -> TextSummary:
     function_chars = 0
     defines_function = False
     imported, relative, import_text = _imported_words(text)
+    applied: list[int] = []  # where each `.apply` starts
+    sets_grad_fn = False
+    for match in _APPLY_OR_GRAD_FN.finditer(text):
+        if match.group(1):
+            applied.append(match.start())
+        else:
+            sets_grad_fn = True
     torch_function_names = _TORCH_FUNCTION_NAMES | _aliases_of_torch_function(import_text)
     for line_start, match in _class_statements(text):
         words = _WORD.findall(match.group(1))
@@ -91,9 +100,9 @@ def summarize(text: str) -> TextSummary:
         defines_function=defines_function,
         base_words=frozenset(base_words),
         imported_words=frozenset(imported),
-        applied_names=_applied_names(text),
+        applied_names=_applied_names(text, applied),
         mentions_gradcheck="gradcheck" in text and _uses_gradcheck(text),
-        grad_fn_attributes=frozenset(_GRAD_FN_ATTRIBUTE.findall(text)) if ".grad_fn." in text else frozenset(),
+        grad_fn_attributes=frozenset(_GRAD_FN_ATTRIBUTE.findall(text)) if sets_grad_fn else frozenset(),
         relative_base_words=frozenset(relative & base_words) if base_words else frozenset(),
         function_chars=function_chars,
     )
@@ -149,14 +158,12 @@ def _uses_gradcheck(text: str) -> bool:
     return False
 
 
-def _applied_names(text: str) -> frozenset[str]:
-    """``X`` of every ``X.apply`` (the literal first: a leading ``\\w+`` would be tried at every
-    position of the text)."""
-    if ".apply" not in text:
-        return frozenset()
+def _applied_names(text: str, applied: list[int]) -> frozenset[str]:
+    """``X`` of every ``X.apply``, read backwards from where each ``.apply`` starts (``applied``:
+    the literal is found first; a leading ``\\w+`` would be tried at every position of the text)."""
     names = set()
-    for match in _APPLY.finditer(text):
-        name = _NAME_AT_END.search(text, max(0, match.start() - 100), match.start())
+    for start in applied:
+        name = _NAME_AT_END.search(text, max(0, start - 100), start)
         if name:
             names.add(name.group(1))
     return frozenset(names)
