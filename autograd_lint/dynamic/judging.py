@@ -102,10 +102,8 @@ def uncertain_on_guesses(cls: type, inputs: Any, names: list[str], found: list, 
             result.append(finding)
         elif finding.code == "AGL903" and "a complex gradient for a real input" in finding.message \
                 and all(kind == "dtype" for kind in finding.kinds):
-            result.append(replace(finding, level="warning", message=(
-                f"{finding.message} (not certain: the input was guessed real, and backward computes in complex "
-                "numbers: the class may be meant for a complex input; declare an @example to check it on real "
-                "inputs)")))
+            result.append(_not_certain(finding, "the input was guessed real, and backward computes in complex "
+                                                "numbers: the class may be meant for a complex input"))
         elif finding.code in _JUDGED_BY_GRADIENTS and MADE_COMPLEX in inputs.detail:
             promoted = _promoted_reals_verdict(cls, inputs, entry) if finding.code == "AGL901" else None
             if promoted is False:
@@ -115,60 +113,57 @@ def uncertain_on_guesses(cls: type, inputs: Any, names: list[str], found: list, 
                 continue
             passes = ("; on real values made complex inside forward's call, as a wrapper that promotes a real "
                       "argument passes them, gradcheck passes") if promoted else ""
-            result.append(replace(finding, level="warning", message=(
-                f"{finding.message} (not certain: backward returned complex gradients for the guessed real "
-                f"inputs, so they were made complex for gradcheck, and the class may be meant for real inputs "
-                f"only{passes}; declare an @example to check it on real inputs)")))
+            result.append(_not_certain(finding, "backward returned complex gradients for the guessed real inputs, "
+                                                "so they were made complex for gradcheck, and the class may be "
+                                                f"meant for real inputs only{passes}"))
         elif finding.code == "AGL903" and _gradients_for_guessed_numbers_only(cls, inputs, names, finding):
-            result.append(replace(finding, level="warning", message=(
-                f"{finding.message} (not certain: the run guessed a number there from the parameter's name, "
-                "and backward gives it a gradient, so the class may take a tensor there; declare an @example "
-                "to check it on real inputs)")))
+            result.append(_not_certain(finding, "the run guessed a number there from the parameter's name, and "
+                                                "backward gives it a gradient, so the class may take a tensor there"))
         elif finding.code == "AGL903" and finding.kinds == ("count",) and _variadic(cls):
-            result.append(replace(finding, level="warning", message=(
-                f"{finding.message} (not certain: forward takes `*{_variadic(cls)}`, and how many arguments to "
-                "pass there was guessed; backward's count may follow what the callers pass, a module's "
-                "parameters say; declare an @example to check it on real inputs)")))
+            result.append(_not_certain(finding, f"forward takes `*{_variadic(cls)}`, and how many arguments to "
+                                                "pass there was guessed; backward's count may follow what the "
+                                                "callers pass, a module's parameters say"))
         elif finding.code == "AGL903" and finding.smaller_inputs_only:
-            result.append(replace(finding, level="warning", message=(
-                f"{finding.message} (not certain: the inputs' shapes were guessed, and the class may be "
-                "meant for that smaller shape; declare an @example to check it on real inputs)")))
+            result.append(_not_certain(finding, "the inputs' shapes were guessed, and the class may be meant for "
+                                                "that smaller shape"))
         elif finding.code == "AGL901" and finding.symmetric_passes:
             square = _input_names(finding.symmetric_passes, names)
-            result.append(replace(finding, level="warning", message=(
-                f"{finding.message} (not certain: gradcheck passes once the guessed square matrix {square} is "
-                "symmetric, so backward may be derived for symmetric inputs (a covariance, a Gram matrix), as "
-                "the class's callers may always pass; declare an @example to check it on real inputs)")))
+            result.append(_not_certain(finding, f"gradcheck passes once the guessed square matrix {square} is "
+                                                "symmetric, so backward may be derived for symmetric inputs (a "
+                                                "covariance, a Gram matrix), as the class's callers may always pass"))
         elif finding.code == "AGL901" and finding.ignored_elements:
             ignored = _input_names(finding.ignored_elements, names)
-            result.append(replace(finding, level="warning", message=(
-                f"{finding.message} (not certain: gradcheck disagrees only on elements of {ignored} that forward "
-                "ignores, changing them changes nothing, yet backward gives them a gradient: the class may presume "
-                "them fixed (a zero padding its callers add); declare an @example to check it on real inputs)")))
+            result.append(_not_certain(finding, f"gradcheck disagrees only on elements of {ignored} that forward "
+                                                "ignores, changing them changes nothing, yet backward gives them a "
+                                                "gradient: the class may presume them fixed (a zero padding its "
+                                                "callers add)"))
         elif finding.code == "AGL901" and finding.unread_inputs:
             unread = _input_names(finding.unread_inputs, names)
-            result.append(replace(finding, level="warning", message=(
-                f"{finding.message} (not certain: forward does not read {unread}, yet backward gives it a "
-                "gradient: the class may presume a coupling with another input that the guessed inputs lack "
-                "(a factorization of a matrix beside it) or pass a surrogate's gradient on purpose; declare an "
-                "@example to check it on real inputs)")))
+            result.append(_not_certain(finding, f"forward does not read {unread}, yet backward gives it a gradient: "
+                                                "the class may presume a coupling with another input that the "
+                                                "guessed inputs lack (a factorization of a matrix beside it) or "
+                                                "pass a surrogate's gradient on purpose"))
         elif finding.code == "AGL901" and (passed_on := _passes_on_the_package_s_inputs(cls, inputs, names, entry,
                                                                                           package_inputs)):
-            result.append(replace(finding, level="warning", message=(
-                f"{finding.message} (not certain: on what the package itself passes ({passed_on}) "
-                "gradcheck does not fail, so the guessed inputs may be ones the class is never given, such as an "
-                "input without the padding its callers add; declare an @example to check it on real inputs)")))
+            result.append(_not_certain(finding, f"on what the package itself passes ({passed_on}) gradcheck does "
+                                                "not fail, so the guessed inputs may be ones the class is never "
+                                                "given, such as an input without the padding its callers add"))
         elif finding.code == "AGL901" and _passes_with_unit_numbers(cls, inputs, names, entry):
             guessed = _guessed_numbers(cls, inputs.make_inputs(), names)
             numbers = ", ".join(f"`{name}`" for index, name in enumerate(names) if index in guessed)
-            result.append(replace(finding, level="warning", message=(
-                f"{finding.message} (not certain: with the guessed numbers {numbers} all 1.0 gradcheck "
-                "passes, so the failure may be the guess's: a hyper-parameter that backward scales by, or a "
-                "regularization too small for forward's iterations to settle, whose real value this run does "
-                "not know; declare an @example to check it on real inputs)")))
+            result.append(_not_certain(finding, f"with the guessed numbers {numbers} all 1.0 gradcheck passes, so "
+                                                "the failure may be the guess's: a hyper-parameter that backward "
+                                                "scales by, or a regularization too small for forward's iterations "
+                                                "to settle, whose real value this run does not know"))
         else:
             result.append(finding)
     return result
+
+
+def _not_certain(finding: Any, reason: str) -> Any:
+    """``finding`` as a warning whose message says why it is not certain, and how to make it so."""
+    return replace(finding, level="warning",
+                   message=f"{finding.message} (not certain: {reason}; declare an @example to check it on real inputs)")
 
 
 def _promoted_reals_verdict(cls: type, inputs: Any, entry: dict) -> Optional[bool]:
