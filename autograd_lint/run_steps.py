@@ -461,8 +461,8 @@ def _lint_all(states: list[_State], selection_for: Callable[[str], RuleFilter], 
             results[i] = FileResult(state.path)  # nothing to look at (most files): no selection to ask
             continue
         codes = CodeSet.of(selection_for(state.path)).codes
-        if state.error is not None or state.facts is None:
-            results[i] = _unlinted_result(state, codes)  # AGL000, or nothing to look at
+        if state.error is not None:
+            results[i] = _unlinted_result(state, codes)  # its AGL000
             continue
         # The module's name too: what the file's names mean depends on where it lies (relative
         # imports, its package), and the fingerprint covers what every other file says.

@@ -243,7 +243,8 @@ def _may_capture(tree: ast.Module, node: ast.ClassDef, model: FunctionModel) -> 
         return False
     for function in _enclosing_functions(tree, node):
         arguments = function.args
-        parameters = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]
+        parameters = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
+                      arguments.vararg, arguments.kwarg]
         if any(a is not None and a.arg in reads for a in parameters):
             return True
         for inner in walk(function):

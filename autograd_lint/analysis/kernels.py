@@ -427,6 +427,7 @@ def handoffs(model: "FunctionModel", method: "Method", sources: dict[str, str], 
                 break
     if depth >= _HELPER_DEPTH:
         return found
+
     def followed(value: cst.BaseExpression) -> bool:
         source = flow.root(value)
         return source is not None and source not in tested

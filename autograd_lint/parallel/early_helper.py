@@ -14,10 +14,9 @@ then is done twice, the same way. The helper writes its answers, pickled, to a p
 thread of the main process reads as they come (on a large tree the answers fill the pipe's
 buffer many times over). Each answer is a message with its length first, so that the thread
 can unpickle every whole one as it arrives, once the main process has loaded the parser
-(``decode_as_they_come``: before, unpickling would slow the loading the workers wait for);
-unpickled only at the end, the helper's answers (two thirds of torch's summaries) kept both
-workers waiting 15 ms. If the helper dies, the batches it took but did not answer are in
-``unanswered`` for the caller to do again.
+(``decode_as_they_come``: before, unpickling would slow the loading the workers wait for;
+after, none is left to unpickle while both workers wait for the step to end). If the helper
+dies, the batches it took but did not answer are in ``unanswered`` for the caller to do again.
 """
 
 from __future__ import annotations

@@ -189,7 +189,6 @@ class WorkerPool:
         answered_by: dict[int, int] = {}
         workers = self.workers
         told: set[int] = set()  # workers that have the shared arguments
-        by_connection = {}
 
         def submit(worker: int) -> None:
             batch = next_batch(worker)
@@ -199,14 +198,14 @@ class WorkerPool:
                 extra = None if worker in told else shared
                 told.add(worker)
                 workers[worker].send([index for index, _ in batch], step, [p for _, p in batch], extra)
-                by_connection[workers[worker].connection] = worker
 
         for worker in range(self.jobs):
             for _ in range(_BATCHES_IN_FLIGHT):  # the next batch waits in the pipe: no idle gap
                 submit(worker)
+        worker_of = {w.connection: i for i, w in enumerate(workers) if w.connection is not None}
         while any(w.in_flight for w in workers):
             for connection in wait([w.connection for w in workers if w.in_flight]):
-                worker = by_connection[connection]
+                worker = worker_of[connection]
                 indexes, batch_answers = workers[worker].receive()
                 answers.update(zip(indexes, batch_answers))
                 answered_by.update(dict.fromkeys(indexes, worker))
